@@ -1,0 +1,47 @@
+"""The `rsr` command line."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from rsr.errors import RsrError
+
+app = typer.Typer(help="rsr: terminal tasks, harnesses, the RSR data factory, training and reports.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+
+
+def _register() -> None:
+    # Sub-apps are imported here so that `rsr --help` stays fast and a broken optional part
+    # (e.g. training without the [train] extra) does not break the rest of the CLI.
+    from rsr.cli import doctor, tasks
+
+    app.add_typer(tasks.app, name="tasks")
+    app.command("doctor")(doctor.doctor)
+
+
+def main(argv: list[str] | None = None) -> int:
+    _register()
+    try:
+        app(args=argv, standalone_mode=False)
+    except RsrError as e:
+        Console(stderr=True).print(f"[red]error:[/red] {e}")
+        return 2
+    except typer.Exit as e:
+        return e.exit_code
+    except SystemExit as e:
+        return int(e.code or 0)
+    except Exception as e:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(e, click.ClickException):
+            e.show()
+            return e.exit_code
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

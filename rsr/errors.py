@@ -1,0 +1,34 @@
+"""Error types. Anything a user can fix is an RsrError, printed without a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inspect_ai._util.error import PrerequisiteError
+
+
+class RsrError(PrerequisiteError):
+    """A problem the user can fix; the message says how."""
+
+
+class TaskFormatError(RsrError):
+    """A task file is malformed; names the file and the offending field."""
+
+    def __init__(self, path: str | Path, field: str | None, message: str) -> None:
+        self.path = str(path)
+        self.field = field
+        self.message = message
+        where = f"{self.path}: {field}" if field else self.path
+        super().__init__(f"{where}: {message}")
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"file": self.path, "field": self.field, "message": self.message}
+
+
+class DatasetLoadError(RsrError):
+    """One or more tasks of a dataset failed to load; carries every failure, not just the first."""
+
+    def __init__(self, errors: list[TaskFormatError]) -> None:
+        self.errors = errors
+        lines = "\n".join(f"  - {e}" for e in errors)
+        super().__init__(f"{len(errors)} invalid task(s):\n{lines}")

@@ -1,0 +1,60 @@
+"""`rsr/oracle`: runs the task's reference solution. Used to validate tasks.
+
+The solution is copied into the sandbox only for this agent; no other agent ever sees it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from inspect_ai.agent import Agent, AgentState, agent
+from inspect_ai.log import transcript
+from inspect_ai.model import ChatMessageAssistant
+from inspect_ai.solver._task_state import sample_state
+from inspect_ai.util import sandbox
+
+from rsr.tasks.load import SOLUTION_MOUNT, task_from_metadata
+from rsr.tasks.models import expand_env
+from rsr.verify.verifier import cap_output
+
+
+@agent
+def oracle(truncate_lines: int | None = None) -> Agent:
+    """Run solution/solve.sh with the task's agent timeout and solution env.
+
+    Args:
+        truncate_lines: Run only the first N lines of solve.sh (a *partial* oracle, used by
+            `rsr tasks check` to show that tests check the end state, not that a script ran).
+    """
+
+    async def execute(state: AgentState) -> AgentState:
+        ts = sample_state()
+        task = task_from_metadata(ts.metadata if ts else {})
+        sbx = sandbox()
+        files = task.solution_files()
+        if truncate_lines is not None:
+            key = f"{SOLUTION_MOUNT}/solve.sh"
+            lines = files[key].decode(errors="replace").splitlines()
+            files[key] = ("\n".join(lines[:truncate_lines]) + "\n").encode()
+        await sbx.exec(["mkdir", "-p", SOLUTION_MOUNT], user="root")
+        for path, content in files.items():
+            await sbx.write_file(path, content)
+        env = {k: expand_env(v) for k, v in task.config.solution.env.items()}
+        timeout = max(1, int(math.ceil(task.config.agent.timeout_sec)))
+        started = time.monotonic()
+        try:
+            result = await sbx.exec(["bash", "-c", task.solution_command()], env=env,
+                                    cwd=task.workdir, timeout=timeout, timeout_retry=False,
+                                    user=task.config.agent.user)
+            summary = f"solve.sh exited {result.returncode}\n" + cap_output(result.stdout + result.stderr)
+        except TimeoutError:
+            summary = f"solve.sh timed out after {timeout}s"
+        finally:
+            # Leave nothing of the solution behind for the verifier to stumble on.
+            await sbx.exec(["rm", "-rf", SOLUTION_MOUNT], user="root")
+        transcript().info(f"oracle ({time.monotonic() - started:.1f}s): {summary}")
+        state.messages.append(ChatMessageAssistant(content=summary, source="generate"))
+        return state
+
+    return execute

@@ -1,0 +1,104 @@
+"""Suites as Inspect tasks: `inspect eval rsr/core --solver rsr/oracle`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.solver import Solver
+from inspect_ai.util import SandboxEnvironmentSpec
+
+from rsr.errors import DatasetLoadError, TaskFormatError
+from rsr.sandbox.compose import write_compose_file
+from rsr.tasks.load import LoadedTask, load_dataset
+from rsr.tasks.suites import resolve_suite_path
+from rsr.verify.scorer import verifier
+
+
+def task_sample(task: LoadedTask, suite: str) -> Sample:
+    cfg = task.config
+    return Sample(
+        id=task.name,
+        input=task.instruction,
+        target="pass",
+        metadata={
+            "task_dir": str(task.paths.task_dir),
+            "task_name": task.name,
+            "task_full_name": task.full_name,
+            "task_format": task.format,
+            "suite": suite,
+            "task_digest": task.digest,
+            "agent_timeout_sec": cfg.agent.timeout_sec,
+            "verifier_timeout_sec": cfg.verifier.timeout_sec,
+            "allow_internet": cfg.environment.allow_internet,
+            "workdir": cfg.environment.workdir,
+            "category": cfg.category,
+            "difficulty": cfg.difficulty,
+            "milestones": cfg.milestones,
+            "cpus": cfg.environment.cpus,
+            "memory_mb": cfg.environment.memory_mb,
+        },
+        sandbox=SandboxEnvironmentSpec("docker", write_compose_file(task)),
+    )
+
+
+def _default_solver() -> Solver:
+    # The generic harness is the default agent, as at inference in the paper.
+    from inspect_ai.agent import as_solver
+
+    try:
+        from rsr.harness.terminus2 import terminus2
+    except ImportError:  # harness not installed in this checkout: oracle is the safe default
+        from rsr.harness.oracle import oracle
+
+        return as_solver(oracle())
+    return as_solver(terminus2())
+
+
+def suite_task(suite: str, path: str | None, tasks: str | list[str] | None,
+               exclude: str | list[str] | None, solver: Solver | None = None) -> Task:
+    return tasks_task(suite, resolve_suite_path(suite, path), tasks, exclude, solver)
+
+
+def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
+               exclude: str | list[str] | None, solver: Solver | None = None) -> Task:
+    """An Inspect task with one sample per task directory below root."""
+    root = root.expanduser().resolve()
+    loaded = load_dataset(root, tasks, exclude)
+    if loaded.errors:
+        raise DatasetLoadError(loaded.errors)
+    if not loaded.tasks:
+        raise TaskFormatError(root, None, "no tasks found" + (f" matching {tasks!r}" if tasks else ""))
+    return Task(
+        dataset=MemoryDataset([task_sample(t, suite) for t in loaded.tasks], name=suite,
+                              location=str(root)),
+        solver=solver or _default_solver(),
+        scorer=verifier(),
+        metadata={"suite": suite, "suite_path": str(root)},
+    )
+
+
+def _suite(name: str):  # noqa: ANN202 - builds a registered @task per suite
+    def factory(path: str | None = None, tasks: str | None = None, exclude: str | None = None) -> Task:
+        return suite_task(name, path, tasks, exclude)
+
+    factory.__name__ = name
+    factory.__doc__ = f"The {name} suite (`-T path=` for a local copy, `-T tasks=glob,...`, `-T exclude=glob,...`)."
+    return task(name=name)(factory)
+
+
+core = _suite("core")
+tb2 = _suite("tb2")
+tb2_1 = _suite("tb2_1")
+tb3 = _suite("tb3")
+tb4 = _suite("tb4")
+tbh = _suite("tbh")
+swr100 = _suite("swr100")
+lhtb = _suite("lhtb")
+
+
+@task
+def harbor(path: str, tasks: str | None = None, exclude: str | None = None) -> Task:
+    """Any Harbor (or Terminal-Bench 1) dataset directory or single task directory."""
+    return tasks_task("harbor", Path(path), tasks, exclude)

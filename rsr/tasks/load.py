@@ -1,0 +1,356 @@
+"""Load task directories (Harbor or Terminal-Bench 1) into `LoadedTask`s."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import shlex
+import tomllib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from rsr.errors import DatasetLoadError, TaskFormatError
+from rsr.tasks.models import DatasetConfig, TaskConfig, TaskFormat, TB1SolutionStep, TB1TaskConfig
+from rsr.tasks.paths import TaskPaths
+
+# Caches and VCS dirs that real corpora leave in tests/ or environment/.
+IGNORED_NAMES = {"__pycache__", ".pytest_cache", ".git", ".DS_Store", ".mypy_cache", ".ruff_cache"}
+IGNORED_SUFFIXES = (".pyc", ".pyo")
+
+TESTS_MOUNT = "/tests"
+SOLUTION_MOUNT = "/solution"
+VERIFIER_LOG_DIR = "/logs/verifier"
+AGENT_LOG_DIR = "/logs/agent"
+
+
+@dataclass(frozen=True)
+class LoadedTask:
+    """A validated task, whatever its on-disk format."""
+
+    name: str
+    """Short name: the directory name (stable across formats; used as the sample id)."""
+    format: TaskFormat
+    paths: TaskPaths
+    config: TaskConfig
+    instruction: str
+    warnings: tuple[str, ...] = ()
+    _digest: list[str] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def full_name(self) -> str:
+        return self.config.task.name or self.name
+
+    @property
+    def digest(self) -> str:
+        if not self._digest:
+            self._digest.append(directory_digest(self.paths.task_dir))
+        return self._digest[0]
+
+    @property
+    def workdir(self) -> str | None:
+        return self.config.environment.workdir
+
+    def test_files(self) -> dict[str, Path]:
+        """Container path -> host file for everything the verifier needs."""
+        files = {f"{TESTS_MOUNT}/{rel}": p for rel, p in iter_files(self.paths.tests_dir)}
+        if self.format == "terminal-bench-1":
+            files[f"{TESTS_MOUNT}/run-tests.sh"] = self.paths.tb1_run_tests
+        return files
+
+    def test_command(self) -> str:
+        if self.format == "terminal-bench-1":
+            # TB1 judged the pytest run by its exit status; map it to a Harbor reward file.
+            cd = f"cd {shlex.quote(self.workdir)} && " if self.workdir else ""
+            return (
+                f"{cd}TEST_DIR={TESTS_MOUNT} bash {TESTS_MOUNT}/run-tests.sh; rc=$?; "
+                f"mkdir -p {VERIFIER_LOG_DIR}; "
+                f"if [ $rc -eq 0 ]; then echo 1; else echo 0; fi > {VERIFIER_LOG_DIR}/reward.txt"
+            )
+        return f"bash {TESTS_MOUNT}/test.sh"
+
+    def solution_files(self) -> dict[str, bytes]:
+        """Container path -> content of the reference solution (only the oracle sees it)."""
+        if self.format == "terminal-bench-1":
+            sh = self.paths.task_dir / "solution.sh"
+            if sh.is_file():
+                return {f"{SOLUTION_MOUNT}/solve.sh": sh.read_bytes()}
+            return {f"{SOLUTION_MOUNT}/solve.sh": _tb1_solution_yaml_script(self).encode()}
+        return {f"{SOLUTION_MOUNT}/{rel}": p.read_bytes() for rel, p in iter_files(self.paths.solution_dir)}
+
+    def solution_command(self) -> str:
+        return f"bash {SOLUTION_MOUNT}/solve.sh"
+
+    def build_context(self) -> Path:
+        if self.format == "terminal-bench-1":
+            return self.paths.task_dir
+        return self.paths.environment_dir
+
+    def user_compose_file(self) -> Path | None:
+        return self.paths.tb1_compose if self.format == "terminal-bench-1" else self.paths.compose_path
+
+
+def iter_files(root: Path) -> Iterator[tuple[str, Path]]:
+    """Files below root as (posix relative path, path), skipping caches, in sorted order."""
+    if not root.is_dir():
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_NAMES)
+        for name in sorted(filenames):
+            if name in IGNORED_NAMES or name.endswith(IGNORED_SUFFIXES):
+                continue
+            path = Path(dirpath) / name
+            yield path.relative_to(root).as_posix(), path
+
+
+def directory_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for rel, path in iter_files(root):
+        h.update(rel.encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return "sha256:" + h.hexdigest()
+
+
+def tasks_digest(tasks: Iterable[LoadedTask]) -> str:
+    """Digest of a task set: names and contents, order-independent."""
+    h = hashlib.sha256()
+    for name, digest in sorted((t.name, t.digest) for t in tasks):
+        h.update(f"{name}={digest}\n".encode())
+    return "sha256:" + h.hexdigest()
+
+
+def _validation_errors(path: Path, err: ValidationError, prefix: str = "") -> list[TaskFormatError]:
+    out = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"] if p not in ("function-before[_legacy_sizes(), EnvironmentSection]",))
+        out.append(TaskFormatError(path, prefix + loc if loc else None, e["msg"]))
+    return out
+
+
+def _parse_model(path: Path, model: type[BaseModel], data: Any) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        errors = _validation_errors(path, e)
+        if len(errors) == 1:
+            raise errors[0] from e
+        raise DatasetLoadError(errors) from e
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise TaskFormatError(path, None, f"invalid TOML: {e}") from e
+    except UnicodeDecodeError as e:
+        raise TaskFormatError(path, None, f"not UTF-8 text: {e}") from e
+
+
+def read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise TaskFormatError(path, None, f"invalid YAML: {e}") from e
+
+
+def load_task(task_dir: str | Path) -> LoadedTask:
+    """Load and validate one task directory. Raises `TaskFormatError` (or `DatasetLoadError`
+    when one file has several bad fields) naming the file and field."""
+    paths = TaskPaths(Path(task_dir).resolve())
+    if paths.is_harbor():
+        return _load_harbor(paths)
+    if paths.is_tb1():
+        return _load_tb1(paths)
+    raise TaskFormatError(paths.task_dir, None, "not a task directory (no task.toml or task.yaml)")
+
+
+def _load_harbor(paths: TaskPaths) -> LoadedTask:
+    errors: list[TaskFormatError] = []
+    data = read_toml(paths.config_path)
+    config: TaskConfig | None = None
+    try:
+        config = _parse_model(paths.config_path, TaskConfig, data)
+    except TaskFormatError as e:
+        errors.append(e)
+    except DatasetLoadError as e:
+        errors.extend(e.errors)
+
+    instruction = ""
+    if not paths.instruction_path.is_file():
+        errors.append(TaskFormatError(paths.instruction_path, None, "missing instruction.md"))
+    else:
+        instruction = paths.instruction_path.read_text(encoding="utf-8", errors="replace").strip()
+        if not instruction:
+            errors.append(TaskFormatError(paths.instruction_path, None, "instruction is empty"))
+    if not paths.test_script.is_file():
+        errors.append(TaskFormatError(paths.test_script, None, "missing tests/test.sh (the verifier entrypoint)"))
+    if config is not None and not config.environment.docker_image:
+        if not paths.dockerfile_path.is_file() and paths.compose_path is None:
+            errors.append(TaskFormatError(
+                paths.environment_dir, "environment.docker_image",
+                "no environment/Dockerfile, no environment/docker-compose.yaml and no docker_image"))
+    if errors:
+        if len(errors) == 1:
+            raise errors[0]
+        raise DatasetLoadError(errors)
+    assert config is not None
+    warnings = tuple(f"{paths.config_path}: unknown key '{k}'" for k in config.unknown_keys())
+    if not paths.solve_script.is_file():
+        warnings += (f"{paths.solve_script}: no reference solution (the oracle cannot run)",)
+    return LoadedTask(paths.task_dir.name, "harbor", paths, config, instruction, warnings)
+
+
+def _load_tb1(paths: TaskPaths) -> LoadedTask:
+    data = read_yaml(paths.tb1_config_path)
+    if not isinstance(data, dict):
+        raise TaskFormatError(paths.tb1_config_path, None, "expected a mapping at the top level")
+    tb1: TB1TaskConfig = _parse_model(paths.tb1_config_path, TB1TaskConfig, data)
+    errors: list[TaskFormatError] = []
+    instruction = tb1.resolved_instruction()
+    if not instruction:
+        errors.append(TaskFormatError(paths.tb1_config_path, "instruction", "missing or empty"))
+    if not paths.tb1_run_tests.is_file():
+        errors.append(TaskFormatError(paths.tb1_run_tests, None, "missing run-tests.sh"))
+    if not paths.tb1_dockerfile.is_file() and paths.tb1_compose is None:
+        errors.append(TaskFormatError(paths.task_dir / "Dockerfile", None, "missing Dockerfile or docker-compose.yaml"))
+    if errors:
+        if len(errors) == 1:
+            raise errors[0]
+        raise DatasetLoadError(errors)
+    config = tb1.to_task_config(paths.task_dir.name)
+    warnings = tuple(f"{paths.tb1_config_path}: unknown key '{k}'" for k in tb1.unknown_keys())
+    sol_yaml = paths.task_dir / "solution.yaml"
+    if not (paths.task_dir / "solution.sh").is_file() and not sol_yaml.is_file():
+        warnings += (f"{paths.task_dir}: no solution.sh or solution.yaml (the oracle cannot run)",)
+    elif sol_yaml.is_file() and not (paths.task_dir / "solution.sh").is_file():
+        _tb1_solution_steps(sol_yaml)  # validate now, not when the oracle runs
+    return LoadedTask(paths.task_dir.name, "terminal-bench-1", paths, config, instruction or "", warnings)
+
+
+def _tb1_solution_steps(path: Path) -> list[TB1SolutionStep]:
+    data = read_yaml(path)
+    if not isinstance(data, list):
+        raise TaskFormatError(path, None, "expected a list of {command: ...} steps")
+    steps = []
+    for i, item in enumerate(data):
+        try:
+            steps.append(TB1SolutionStep.model_validate(item))
+        except ValidationError as e:
+            raise _validation_errors(path, e, prefix=f"[{i}].")[0] from e
+    return steps
+
+
+def _tb1_solution_yaml_script(task: LoadedTask) -> str:
+    steps = _tb1_solution_steps(task.paths.task_dir / "solution.yaml")
+    return "#!/bin/bash\nset -e\n" + "\n".join(s.command for s in steps) + "\n"
+
+
+# ---- datasets ---------------------------------------------------------------------------
+
+def is_task_dir(path: Path) -> bool:
+    return (path / "task.toml").is_file() or (path / "task.yaml").is_file()
+
+
+def find_task_dirs(root: str | Path) -> list[Path]:
+    """Every task directory at or below root (a task dir's own subfolders are not searched)."""
+    root = Path(root)
+    if is_task_dir(root):
+        return [root]
+    found: list[Path] = []
+    for dirpath, dirnames, _ in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_NAMES and not d.startswith("."))
+        if here != root and is_task_dir(here):
+            found.append(here)
+            dirnames[:] = []
+    return sorted(found)
+
+
+def matches(task_name: str, full_name: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatch(task_name, p) or fnmatch.fnmatch(full_name, p) for p in patterns)
+
+
+def split_patterns(value: str | list[str] | None) -> list[str]:
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else value.split(",")
+    return [s.strip() for s in items if s and s.strip()]
+
+
+@dataclass
+class DatasetLoad:
+    tasks: list[LoadedTask]
+    errors: list[TaskFormatError]
+    dataset: DatasetConfig | None = None
+
+
+def load_dataset(
+    root: str | Path,
+    tasks: str | list[str] | None = None,
+    exclude: str | list[str] | None = None,
+) -> DatasetLoad:
+    """Load every task below root, collecting *all* bad tasks instead of stopping at the first.
+
+    A `dataset.toml` at root, when present, is checked: each listed task must exist and match
+    its pinned digest.
+    """
+    root = Path(root)
+    if not root.exists():
+        raise TaskFormatError(root, None, "path does not exist")
+    include, skip = split_patterns(tasks), split_patterns(exclude)
+    loaded: list[LoadedTask] = []
+    errors: list[TaskFormatError] = []
+    for task_dir in find_task_dirs(root):
+        try:
+            task = load_task(task_dir)
+        except TaskFormatError as e:
+            if not include or matches(task_dir.name, task_dir.name, include):
+                errors.append(e)
+            continue
+        except DatasetLoadError as e:
+            if not include or matches(task_dir.name, task_dir.name, include):
+                errors.extend(e.errors)
+            continue
+        if include and not matches(task.name, task.full_name, include):
+            continue
+        if skip and matches(task.name, task.full_name, skip):
+            continue
+        loaded.append(task)
+
+    dataset = None
+    manifest = root / "dataset.toml"
+    if manifest.is_file():
+        dataset = _parse_model(manifest, DatasetConfig, read_toml(manifest))
+        by_name = {t.full_name: t for t in loaded} | {t.name: t for t in loaded}
+        for i, ref in enumerate(dataset.tasks):
+            task = by_name.get(ref.name) or by_name.get(ref.name.split("/")[-1])
+            if task is None:
+                if not include or matches(ref.name.split("/")[-1], ref.name, include):
+                    errors.append(TaskFormatError(manifest, f"tasks[{i}].name", f"task {ref.name!r} not found below {root}"))
+            elif ref.digest and ref.digest != task.digest:
+                errors.append(TaskFormatError(manifest, f"tasks[{i}].digest",
+                                              f"{ref.name}: pinned {ref.digest}, found {task.digest}"))
+    return DatasetLoad(loaded, errors, dataset)
+
+
+def load_tasks_strict(root: str | Path, tasks: str | list[str] | None = None,
+                      exclude: str | list[str] | None = None) -> list[LoadedTask]:
+    result = load_dataset(root, tasks, exclude)
+    if result.errors:
+        raise DatasetLoadError(result.errors)
+    if not result.tasks:
+        raise TaskFormatError(root, None, "no tasks found" + (f" matching {tasks!r}" if tasks else ""))
+    return result.tasks
+
+
+def task_from_metadata(metadata: dict[str, Any]) -> LoadedTask:
+    """The task behind an Inspect sample of an rsr suite."""
+    task_dir = metadata.get("task_dir")
+    if not task_dir:
+        raise TaskFormatError("<sample metadata>", "task_dir", "sample is not from an rsr task")
+    return load_task(task_dir)

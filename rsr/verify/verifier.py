@@ -1,0 +1,169 @@
+"""Run a task's hidden tests in a sandbox and read its reward.
+
+A plain async function over a sandbox so that the scorer, the RSRT harness (on a copy of
+the sandbox) and the RSR factory all share one implementation. Every failure mode of the
+tests (timeout, crash, missing or malformed reward file) becomes a failed result with a
+clear explanation, never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from rsr.tasks.load import TESTS_MOUNT, VERIFIER_LOG_DIR, LoadedTask
+from rsr.tasks.models import expand_env
+
+OUTPUT_CAP = 8_000
+
+
+class VerifierResult(BaseModel):
+    passed: bool
+    reward: float
+    process: float
+    milestones: dict[str, float] = Field(default_factory=dict)
+    metrics: dict[str, float] = Field(default_factory=dict)
+    explanation: str = ""
+    error: str | None = None
+    returncode: int | None = None
+    duration_sec: float | None = None
+
+    def score_value(self) -> dict[str, float]:
+        return {"passed": 1.0 if self.passed else 0.0, "reward": self.reward, "process": self.process}
+
+
+class ExecResultLike(Protocol):
+    success: bool
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class SandboxLike(Protocol):
+    """The slice of Inspect's SandboxEnvironment the verifier uses (so a cloned container
+    can be verified through a small adapter)."""
+
+    async def exec(self, cmd: list[str], input: str | bytes | None = None, cwd: str | None = None,
+                   env: dict[str, str] | None = None, user: str | None = None,
+                   timeout: int | None = None, timeout_retry: bool = True, **kwargs: Any) -> Any: ...
+
+    async def write_file(self, file: str, contents: str | bytes) -> None: ...
+
+    async def read_file(self, file: str, text: bool = True) -> Any: ...
+
+
+def cap_output(text: str, limit: int = OUTPUT_CAP) -> str:
+    """Keep the head and the tail: failures are usually reported at the end."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters omitted ...]\n{text[-half:]}"
+
+
+def parse_reward(
+    text: str, kind: str, milestone_names: list[str]
+) -> tuple[float, dict[str, float], dict[str, float]]:
+    """(reward, milestones, all metrics) from reward.txt or reward.json content."""
+    if kind == "txt":
+        stripped = text.strip()
+        if not stripped:
+            raise ValueError("reward.txt is empty")
+        try:
+            reward = float(stripped.split()[0])
+        except ValueError as e:
+            raise ValueError(f"reward.txt is not a number: {stripped[:80]!r}") from e
+        if not math.isfinite(reward):
+            raise ValueError(f"reward.txt is not finite: {stripped[:80]!r}")
+        return reward, {}, {"reward": reward}
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"reward.json is not valid JSON: {e}") from e
+    if not isinstance(data, dict) or not data:
+        raise ValueError("reward.json must be a non-empty object of numeric metrics")
+    metrics: dict[str, float] = {}
+    for key, value in data.items():
+        if isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            raise ValueError(f"reward.json: metric {key!r} is not a finite number: {value!r}")
+        metrics[str(key)] = float(value)
+    if "reward" in metrics:
+        reward = metrics["reward"]
+    elif len(metrics) == 1:
+        reward = next(iter(metrics.values()))
+    else:
+        # No explicit total: a task reporting several metrics succeeds only if all succeed.
+        reward = min(metrics.values())
+    names = milestone_names or [k for k in metrics if k.startswith("milestone_")]
+    milestones = {}
+    for name in names:
+        if name not in metrics:
+            raise ValueError(f"reward.json lacks milestone {name!r} declared in task.toml")
+        milestones[name] = metrics[name]
+    return reward, milestones, metrics
+
+
+async def verify(task: LoadedTask, sbx: SandboxLike | None = None) -> VerifierResult:
+    """Copy tests/ to /tests, run the verifier with its timeout and env, read the reward."""
+    import time
+
+    if sbx is None:
+        from inspect_ai.util import sandbox as current_sandbox
+
+        sbx = current_sandbox()
+
+    cfg = task.config.verifier
+    started = time.monotonic()
+    await sbx.exec(["bash", "-c", f"rm -rf {TESTS_MOUNT} {VERIFIER_LOG_DIR} && mkdir -p {TESTS_MOUNT} {VERIFIER_LOG_DIR}"],
+                   user="root", timeout=60)
+    for container_path, host_path in task.test_files().items():
+        await sbx.write_file(container_path, host_path.read_bytes())
+    await sbx.exec(["bash", "-c", f"chmod -R a+rX {TESTS_MOUNT}; chmod +x {TESTS_MOUNT}/*.sh 2>/dev/null; chmod 777 {VERIFIER_LOG_DIR}"],
+                   user="root", timeout=60)
+
+    env = {k: expand_env(v) for k, v in cfg.env.items()}
+    timeout = max(1, int(math.ceil(cfg.timeout_sec)))
+    try:
+        result = await sbx.exec(["bash", "-c", task.test_command()], env=env, user=cfg.user,
+                                cwd=task.workdir, timeout=timeout, timeout_retry=False)
+    except TimeoutError:
+        return VerifierResult(passed=False, reward=0.0, process=0.0,
+                              error="verifier_timeout",
+                              explanation=f"verifier timed out after {timeout}s",
+                              duration_sec=time.monotonic() - started)
+    output = cap_output((result.stdout or "") + (("\n" + result.stderr) if result.stderr else ""))
+    duration = time.monotonic() - started
+
+    reward_text, kind = None, None
+    for name, k in (("reward.json", "json"), ("reward.txt", "txt")):
+        probe = await sbx.exec(["bash", "-c", f"cat {VERIFIER_LOG_DIR}/{name}"], user="root", timeout=60)
+        if probe.success:
+            reward_text, kind = probe.stdout, k
+            break
+    if reward_text is None or kind is None:
+        why = "test script crashed" if result.returncode not in (0, 1) else "no reward file"
+        return VerifierResult(
+            passed=False, reward=0.0, process=0.0, error="missing_reward", returncode=result.returncode,
+            explanation=f"{why}: {VERIFIER_LOG_DIR}/reward.txt or reward.json was not written "
+                        f"(test.sh exit {result.returncode})\n{output}",
+            duration_sec=duration)
+    try:
+        reward, milestones, metrics = parse_reward(reward_text, kind, task.config.milestones)
+    except ValueError as e:
+        return VerifierResult(passed=False, reward=0.0, process=0.0, error="malformed_reward",
+                              returncode=result.returncode, explanation=f"{e}\n{output}",
+                              duration_sec=duration)
+
+    passed = reward >= 1.0 - 1e-9
+    if milestones:
+        process = sum(min(max(v, 0.0), 1.0) for v in milestones.values()) / len(milestones)
+    else:
+        process = 1.0 if passed else 0.0
+    return VerifierResult(passed=passed, reward=reward, process=process, milestones=milestones,
+                          metrics=metrics, returncode=result.returncode, explanation=output,
+                          duration_sec=duration)
