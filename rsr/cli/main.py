@@ -21,6 +21,12 @@ def _register() -> None:
     app.add_typer(tasks.app, name="tasks")
     app.command("doctor")(doctor.doctor)
 
+    from rsr.cli import eval as eval_cli
+    from rsr.cli import report
+
+    app.add_typer(eval_cli.app, name="eval")
+    app.add_typer(report.app, name="report")
+
 
 def main(argv: list[str] | None = None) -> int:
     _register()

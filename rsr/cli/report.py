@@ -1,0 +1,37 @@
+"""`rsr report ...`: reports from Inspect `.eval` logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(help="Reports from .eval logs (Table 5, per-task breakdowns).",
+                  no_args_is_help=True)
+
+
+@app.command()
+def table5(
+    log_dirs: Annotated[list[Path], typer.Argument(help="Log folders, one per labelled run.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for table5.md/.csv/.png.")] = Path(
+        "report"),
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", help="Label of each folder, in order (default: the folder's name).")] = None,
+    paper: Annotated[Path | None, typer.Option(
+        "--paper", help="Reference numbers (YAML); default: the paper's Table 5.")] = None,
+) -> None:
+    """Table 5 from log folders: benchmarks x runs, the paper's numbers beside."""
+    from rsr.report.table5 import build_table5, load_paper_table, write_table5
+
+    table = build_table5(log_dirs, label or [], load_paper_table(paper) if paper else None)
+    paths = write_table5(table, out)
+    console = Console()
+    for r in table.runs:
+        found = ", ".join(sorted(r.metrics)) or "nothing"
+        console.print(f"[bold]{r.label}[/bold]: {found}")
+        for note in r.notes:
+            console.print(f"  [yellow]note:[/yellow] {note}")
+    for kind, path in paths.items():
+        console.print(f"wrote {kind}: {path}")

@@ -1,0 +1,190 @@
+"""Eval-set specs: a run is defined by a file in `evals/`, not by memory.
+
+A spec names the suites (registered Inspect tasks such as `rsr/tb2`), epochs and epoch
+reducers, the agent, and the limits. `run_eval_set` hands it to Inspect's `eval_set`, which
+writes one `.eval` log per suite into the log directory and, when called again on the same
+directory, resumes: finished suites are skipped, unfinished samples are re-run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from rsr.errors import RsrError, TaskFormatError
+
+__all__ = ["EvalLimits", "EvalSetConfig", "SuiteRun", "find_spec", "load_eval_set", "run_eval_set"]
+
+# The Inspect reducers a spec may name; `pass_at_<k>` / `at_least_<k>` / `pass_k_<k>` are
+# parameterised families.
+_REDUCER_FAMILIES = ("pass_at_", "at_least_", "pass_k_")
+_REDUCERS = {"mean", "median", "mode", "max", "majority"}
+
+
+class SuiteRun(BaseModel):
+    """One suite of the set: a registered Inspect task and its arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = Field(description="registered task name, e.g. rsr/tb2")
+    args: dict[str, Any] = Field(default_factory=dict, description="task arguments (-T)")
+
+    @field_validator("task")
+    @classmethod
+    def _registered_name(cls, v: str) -> str:
+        if "/" not in v:
+            raise ValueError(f"{v!r} is not a registered task name like 'rsr/tb2'")
+        return v
+
+    @property
+    def benchmark(self) -> str:
+        return self.task.split("/")[-1]
+
+
+class EvalLimits(BaseModel):
+    """Per-sample limits. Unset means the task's own `agent.timeout_sec` governs the run;
+    anything set here is an override, which leaderboard validation rejects."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    time_limit: int | None = None
+    working_limit: int | None = None
+    message_limit: int | None = None
+    token_limit: int | None = None
+
+
+class EvalSetConfig(BaseModel):
+    """An eval set: suites x epochs under one agent, with reducers and limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    suites: list[SuiteRun] = Field(min_length=1)
+    epochs: int = Field(default=3, ge=1)
+    reducers: list[str] = Field(default_factory=lambda: ["mean", "pass_at_3"])
+    agent: str = Field(default="rsr/terminus2", description="registered agent or solver")
+    agent_args: dict[str, Any] = Field(default_factory=dict)
+    limits: EvalLimits = Field(default_factory=EvalLimits)
+    max_samples: int | None = Field(default=None, ge=1)
+    max_sandboxes: int | None = Field(default=None, ge=1)
+    retry_attempts: int = Field(default=3, ge=0)
+    fail_on_error: bool | float = Field(
+        default=False,
+        description="False: an errored sample is logged and counts as a failure in reports",
+    )
+
+    @field_validator("reducers")
+    @classmethod
+    def _known_reducers(cls, v: list[str]) -> list[str]:
+        for r in v:
+            family = next((f for f in _REDUCER_FAMILIES if r.startswith(f)), None)
+            if family is not None:
+                if not r[len(family):].isdigit() or int(r[len(family):]) < 1:
+                    raise ValueError(f"reducer {r!r}: expected {family}<k> with k >= 1")
+            elif r not in _REDUCERS:
+                known = sorted(_REDUCERS) + [f + "<k>" for f in _REDUCER_FAMILIES]
+                raise ValueError(f"unknown reducer {r!r}; known: {', '.join(known)}")
+        return v
+
+    def select(self, benchmarks: list[str] | None) -> EvalSetConfig:
+        """The same spec restricted to some suites (by benchmark name, e.g. `tb2`)."""
+        if not benchmarks:
+            return self
+        known = {s.benchmark: s for s in self.suites}
+        unknown = [b for b in benchmarks if b not in known]
+        if unknown:
+            raise RsrError(
+                f"suite(s) {', '.join(unknown)} not in eval set {self.name!r} "
+                f"(it has {', '.join(known)})"
+            )
+        return self.model_copy(update={"suites": [known[b] for b in benchmarks]})
+
+
+def load_eval_set(path: str | Path) -> EvalSetConfig:
+    """Read and validate an eval-set spec; errors name the file and the field."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError as e:
+        raise TaskFormatError(path, None, "eval-set spec not found") from e
+    except yaml.YAMLError as e:
+        raise TaskFormatError(path, None, f"not valid YAML: {e}") from e
+    if not isinstance(data, dict):
+        raise TaskFormatError(path, None, "expected a mapping at the top level")
+    try:
+        return EvalSetConfig.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+        raise TaskFormatError(path, field, first["msg"] + more) from e
+
+
+def find_spec(name_or_path: str) -> Path:
+    """A spec path as given, else `evals/<name>.yaml` in the working directory or the
+    checkout this package runs from."""
+    direct = Path(name_or_path)
+    if direct.is_file():
+        return direct
+    for root in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        candidate = root / "evals" / f"{name_or_path}.yaml"
+        if candidate.is_file():
+            return candidate
+    raise RsrError(
+        f"eval-set spec {name_or_path!r} not found (looked for the file and for "
+        f"evals/{name_or_path}.yaml); pass --spec PATH"
+    )
+
+
+def run_eval_set(
+    spec: EvalSetConfig,
+    *,
+    model: str | None,
+    log_dir: str | Path,
+    label: str | None = None,
+    agent: str | None = None,
+    task_args: dict[str, Any] | None = None,
+    model_args: dict[str, Any] | None = None,
+    display: str | None = None,
+) -> tuple[bool, list[Path]]:
+    """Run (or resume) the eval set into log_dir. Returns (all suites finished, log files)."""
+    from inspect_ai import Epochs, eval_set
+    from inspect_ai.solver import SolverSpec
+    from inspect_ai.util import registry_create
+
+    import rsr._registry  # noqa: F401  (registers rsr/* tasks and agents in this process)
+
+    tasks = []
+    for suite in spec.suites:
+        args = {**suite.args, **(task_args or {})}
+        try:
+            tasks.append(registry_create("task", suite.task, **args))
+        except ValueError as e:
+            raise RsrError(f"eval set {spec.name!r}: cannot create task {suite.task!r}: {e}") from e
+    metadata = {"rsr_eval_set": spec.name, "rsr_epochs": spec.epochs}
+    if label:
+        metadata["rsr_label"] = label
+    ok, logs = eval_set(
+        tasks=tasks,
+        log_dir=str(log_dir),
+        model=model,
+        model_args=model_args or {},
+        solver=SolverSpec(agent or spec.agent, spec.agent_args),
+        epochs=Epochs(spec.epochs, spec.reducers),
+        retry_attempts=spec.retry_attempts,
+        fail_on_error=spec.fail_on_error,
+        time_limit=spec.limits.time_limit,
+        working_limit=spec.limits.working_limit,
+        message_limit=spec.limits.message_limit,
+        token_limit=spec.limits.token_limit,
+        max_samples=spec.max_samples,
+        max_sandboxes=spec.max_sandboxes,
+        metadata=metadata,
+        tags=[t for t in (spec.name, label) if t],
+        display=display,  # type: ignore[arg-type]
+    )
+    return ok, [Path(log.location) for log in logs]

@@ -1,0 +1,176 @@
+"""Scoring arithmetic for repeated runs: pass@k, pass^k, mean pass rate with standard error,
+process reward.
+
+Every function works on per-task outcome lists, one entry per run (epoch) of the task, so that
+the same numbers come out whether the runs were read from one `.eval` log with `epochs=3` or
+gathered from several logs. A run that errored, hit a limit or is missing from the log is a
+failure (passed 0, process 0): leaving it out would inflate the score of exactly the runs that
+went worst.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "SuiteMetrics",
+    "TaskOutcome",
+    "mean_stderr",
+    "pass_at_k",
+    "pass_hat_k",
+    "suite_metrics",
+]
+
+
+def _check_counts(n: int, c: int, k: int) -> None:
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if n < k:
+        raise ValueError(f"pass@{k} needs at least {k} runs per task, got n={n}")
+    if not 0 <= c <= n:
+        raise ValueError(f"successes c={c} must lie in [0, n={n}]")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimator of the probability that at least one of k runs passes.
+
+    Chen et al. (2021): 1 - C(n-c, k) / C(n, k) for n runs of which c passed. Computed as a
+    running product, which stays exact-enough for large n where the binomials overflow floats.
+    """
+    _check_counts(n, c, k)
+    if n - c < k:
+        return 1.0
+    fail_all = 1.0
+    for i in range(n - c + 1, n + 1):
+        fail_all *= 1.0 - k / i
+    return 1.0 - fail_all
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimator of the probability that all of k runs pass (pass^k, reliability)."""
+    _check_counts(n, c, k)
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def mean_stderr(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error of the mean (sample standard deviation, ddof=1).
+
+    The standard error of a single value is 0 rather than undefined: a one-task suite has a
+    mean but no spread to report.
+    """
+    if not values:
+        raise ValueError("mean of an empty sequence")
+    n = len(values)
+    mean = math.fsum(values) / n
+    if n == 1:
+        return mean, 0.0
+    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(var / n)
+
+
+class TaskOutcome(BaseModel):
+    """All runs of one task: `passed[i]` and `process[i]` belong to run i (epoch i+1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str
+    passed: list[bool]
+    process: list[float]
+    errors: int = Field(default=0, description="runs that errored (already counted as failures)")
+    missing: int = Field(default=0, description="runs absent from the log (counted as failures)")
+
+    @property
+    def n(self) -> int:
+        return len(self.passed)
+
+    @property
+    def c(self) -> int:
+        return sum(self.passed)
+
+    @classmethod
+    def from_runs(
+        cls,
+        task: str,
+        runs: Mapping[int, tuple[bool, float, bool]],
+        epochs: int,
+    ) -> TaskOutcome:
+        """Build from `{epoch: (passed, process, errored)}`, filling absent epochs as failures."""
+        passed: list[bool] = []
+        process: list[float] = []
+        errors = missing = 0
+        for epoch in range(1, epochs + 1):
+            if epoch not in runs:
+                missing += 1
+                passed.append(False)
+                process.append(0.0)
+                continue
+            ok, proc, errored = runs[epoch]
+            errors += int(errored)
+            passed.append(bool(ok) and not errored)
+            process.append(0.0 if errored else float(proc))
+        return cls(task=task, passed=passed, process=process, errors=errors, missing=missing)
+
+
+class SuiteMetrics(BaseModel):
+    """Aggregate scores of one suite in one labelled run. Rates are fractions in [0, 1]."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_tasks: int
+    n_runs: int = Field(description="runs (epochs) per task")
+    k: int = Field(description="the k of pass_at_k and pass_hat_k")
+    pass_at_k: float | None = Field(description="None when n_runs < k")
+    pass_hat_k: float | None
+    mean: float = Field(description="mean pass rate over all task runs")
+    stderr: float = Field(description="standard error of `mean` over tasks")
+    run_means: list[float] = Field(description="pass rate of each run (epoch) over all tasks")
+    process: float = Field(description="mean process reward over all task runs")
+    process_stderr: float
+    solved: int = Field(description="tasks passed in at least one run")
+    n_errors: int
+    n_missing: int
+
+
+def suite_metrics(outcomes: Iterable[TaskOutcome], k: int = 3) -> SuiteMetrics:
+    """Aggregate per-task outcomes. Every task must have the same number of runs.
+
+    `stderr` is the standard error over tasks of each task's mean pass rate: tasks are the
+    sampling unit, runs of one task are correlated. This is what Inspect's `stderr()` metric
+    reports after a `mean` epoch reducer, so the two agree.
+    """
+    tasks = list(outcomes)
+    if not tasks:
+        raise ValueError("no tasks to aggregate")
+    runs = {t.n for t in tasks}
+    if len(runs) != 1:
+        raise ValueError(f"tasks have differing run counts {sorted(runs)}; fill missing runs first")
+    n = runs.pop()
+    if n == 0:
+        raise ValueError("tasks have no runs")
+    per_task = [t.c / n for t in tasks]
+    mean, se = mean_stderr(per_task)
+    proc_task = [math.fsum(t.process) / n for t in tasks]
+    proc, proc_se = mean_stderr(proc_task)
+    at_k = hat_k = None
+    if n >= k:
+        at_k = math.fsum(pass_at_k(n, t.c, k) for t in tasks) / len(tasks)
+        hat_k = math.fsum(pass_hat_k(n, t.c, k) for t in tasks) / len(tasks)
+    run_means = [sum(t.passed[i] for t in tasks) / len(tasks) for i in range(n)]
+    return SuiteMetrics(
+        n_tasks=len(tasks),
+        n_runs=n,
+        k=k,
+        pass_at_k=at_k,
+        pass_hat_k=hat_k,
+        mean=mean,
+        stderr=se,
+        run_means=run_means,
+        process=proc,
+        process_stderr=proc_se,
+        solved=sum(1 for t in tasks if t.c > 0),
+        n_errors=sum(t.errors for t in tasks),
+        n_missing=sum(t.missing for t in tasks),
+    )
