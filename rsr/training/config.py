@@ -1,0 +1,151 @@
+"""Training recipes: one YAML file -> one typed `TrainRecipe`.
+
+Unknown keys are rejected everywhere (a typo such as `learning_rat` must not silently keep
+the default). Relative paths are resolved against the current directory, so recipes are
+written for being run from the repository root.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from rsr.errors import TaskFormatError
+from rsr.training.render import DEFAULT_CHAT_TEMPLATE, END_OF_TURN
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TinyModelConfig(_Strict):
+    """A tiny Qwen3-architecture model built from a config, with a byte-level BPE tokenizer
+    trained on the training rows themselves. Nothing is downloaded."""
+
+    vocab_size: int = Field(1024, ge=300, description="BPE vocabulary size (upper bound)")
+    hidden_size: int = Field(64, ge=8)
+    num_layers: int = Field(2, ge=1)
+    num_heads: int = Field(4, ge=1)
+    num_kv_heads: int = Field(2, ge=1)
+    head_dim: int = Field(16, ge=4)
+    intermediate_size: int = Field(128, ge=8)
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> TinyModelConfig:
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError("num_heads must be a multiple of num_kv_heads")
+        return self
+
+
+class ModelConfig(_Strict):
+    path: str | None = Field(None, description="HF hub id or local checkpoint directory")
+    tiny: TinyModelConfig | None = Field(None, description="build a tiny model instead of loading")
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+    attn_implementation: str | None = Field(
+        None, description="e.g. 'sdpa', 'flash_attention_2'; None lets transformers choose")
+    trust_remote_code: bool = False
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ModelConfig:
+        if (self.path is None) == (self.tiny is None):
+            raise ValueError("set exactly one of `path` (load a checkpoint) or `tiny` (build one)")
+        return self
+
+
+class DatasetConfig(_Strict):
+    path: Path = Field(description="JSONL file or a `datasets` directory (save_to_disk)")
+    weight: float = Field(
+        1.0, gt=0,
+        description="mixing weight: each row is used `weight` times on average (2.0 repeats"
+        " every row twice, 0.5 keeps a seeded random half)")
+    name: str | None = Field(None, description="label in the run card; defaults to the file name")
+
+
+class DataConfig(_Strict):
+    datasets: list[DatasetConfig] = Field(min_length=1)
+    max_length: int = Field(1024, ge=16, description="tokens per training row")
+    long_trajectories: Literal["split", "drop"] = Field(
+        "split",
+        description="over-long trajectories: 'split' keeps every step whose exact inference"
+        " prefix plus reply fits in max_length and drops later steps; 'drop' drops the whole"
+        " trajectory. Counts go to the run card; nothing is truncated mid-turn.")
+    packing: bool = False
+    mask_check_rows: int | None = Field(
+        256, ge=1, description="rows whose assistant mask is checked token by token (None = all)")
+    loss_probe_rows: int = Field(
+        32, ge=1, description="rows on which train_loss_start/end are measured")
+
+
+class LoraConfig(_Strict):
+    r: int = Field(16, ge=1)
+    alpha: int = Field(32, ge=1)
+    dropout: float = Field(0.05, ge=0, lt=1)
+    target_modules: list[str] | Literal["all-linear"] = "all-linear"
+    modules_to_save: list[str] | None = None
+
+
+class TrainConfig(_Strict):
+    learning_rate: float = Field(2e-5, gt=0)
+    lr_scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup",
+                          "cosine_with_min_lr"] = "cosine"
+    warmup_ratio: float = Field(0.03, ge=0, lt=1)
+    weight_decay: float = Field(0.0, ge=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    epochs: float = Field(3.0, gt=0)
+    max_steps: int = Field(-1, description="overrides epochs when > 0")
+    per_device_batch_size: int = Field(1, ge=1)
+    gradient_accumulation_steps: int = Field(1, ge=1)
+    precision: Literal["bf16", "fp16", "fp32"] = "bf16"
+    activation_checkpointing: bool = True
+    seed: int = 42
+    logging_steps: int = Field(10, ge=1)
+    save_steps: int = Field(500, ge=1)
+    save_total_limit: int | None = Field(2, ge=1)
+    resume: bool = Field(True, description="resume from the last checkpoint in output_dir")
+    use_cpu: bool = Field(False, description="force CPU even when an accelerator is present")
+    dataloader_num_workers: int = Field(0, ge=0)
+
+
+class TrainRecipe(_Strict):
+    name: str
+    description: str = ""
+    model: ModelConfig
+    chat_template: str = Field(
+        DEFAULT_CHAT_TEMPLATE, description="packaged template name or path to a .jinja file")
+    eos_token: str = Field(END_OF_TURN, description="token ending an assistant turn")
+    method: Literal["full", "lora"] = "full"
+    lora: LoraConfig | None = None
+    data: DataConfig
+    train: TrainConfig = TrainConfig()
+    output_dir: Path
+
+    @model_validator(mode="after")
+    def _lora_when_lora(self) -> TrainRecipe:
+        if self.method == "lora" and self.lora is None:
+            self.lora = LoraConfig()
+        if self.method == "full" and self.lora is not None:
+            raise ValueError("`lora` is set but method is 'full'; set method: lora or drop `lora`")
+        return self
+
+
+def load_recipe(path: str | Path) -> TrainRecipe:
+    """Read and validate a recipe; errors name the file and the offending field."""
+    path = Path(path)
+    if not path.is_file():
+        raise TaskFormatError(path, None, "recipe file not found")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise TaskFormatError(path, None, f"not valid YAML: {e}") from e
+    if not isinstance(raw, dict):
+        raise TaskFormatError(path, None, "a recipe is a YAML mapping")
+    try:
+        return TrainRecipe.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or None
+        more = f" (and {len(e.errors()) - 1} more problem(s))" if len(e.errors()) > 1 else ""
+        raise TaskFormatError(path, field, f"{err['msg']}{more}") from e

@@ -1,0 +1,315 @@
+"""Supervised fine-tuning (full or LoRA) with TRL's SFTTrainer, from a recipe to a run directory.
+
+    <output_dir>/
+      base/            the tiny model and tokenizer as built (tiny recipes only)
+      checkpoints/     trainer checkpoints (resumed from when present)
+      final/           model (or LoRA adapter) + tokenizer + chat template, for transformers/vLLM
+      run_card.json    recipe, data hashes and counts, git commit, losses
+      loss_curve.png
+
+Works unchanged under `accelerate launch` (FSDP2 / DeepSpeed ZeRO-3): the trainer reads the
+distributed setup from the environment; only rank 0 writes the run card and the plot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from rsr.errors import RsrError
+from rsr.training.config import TrainRecipe
+from rsr.training.data import (
+    LengthStats,
+    MaskCheckError,
+    compare_mask,
+    expected_assistant_mask,
+    fit_to_length,
+    load_dataset,
+    mix,
+    token_ids,
+)
+from rsr.training.render import load_chat_template, render_messages
+from rsr.training.runcard import LOSS_PNG, RUN_CARD, DatasetCard, RunCard, git_state, plot_loss
+
+_DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
+
+
+def _require_train_extra() -> None:
+    try:
+        import peft  # noqa: F401
+        import trl  # noqa: F401
+    except ImportError as e:
+        raise RsrError(f"training needs the [train] extra: pip install -e '.[train]' ({e})") from e
+
+
+def _load_tokenizer(recipe: TrainRecipe, template: str) -> Any:
+    from transformers import AutoTokenizer
+
+    assert recipe.model.path is not None
+    tok = AutoTokenizer.from_pretrained(recipe.model.path,
+                                        trust_remote_code=recipe.model.trust_remote_code)
+    tok.chat_template = template
+    _check_eos(tok, recipe.eos_token, recipe.model.path)
+    tok.eos_token = recipe.eos_token
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def _check_eos(tokenizer: Any, eos: str, where: str) -> None:
+    if token_ids(tokenizer, eos) != [tokenizer.convert_tokens_to_ids(eos)]:
+        raise RsrError(f"{where}: the tokenizer has no single token {eos!r}; pick a chat template"
+                       " and `eos_token` that match this model's vocabulary")
+
+
+def _mask_check(rows: list[list[dict[str, str]]], tokenizer: Any, template: str, eos: str,
+                limit: int | None) -> list[tuple[int, list[int], list[int]]]:
+    checked = []
+    for i, msgs in enumerate(rows[: limit or len(rows)]):
+        try:
+            ids, mask = expected_assistant_mask(tokenizer, template, msgs, eos)
+        except MaskCheckError as e:
+            raise MaskCheckError(f"training row {i}: {e}") from e
+        checked.append((i, ids, mask))
+    return checked
+
+
+def _verify_prepared(train_dataset: Any, expected: list[tuple[int, list[int], list[int]]],
+                     n_rows: int, packing: bool) -> tuple[int, int]:
+    """Compare what the trainer will train on with the independently derived masks."""
+    tokens = assistant = 0
+    for ex in train_dataset:
+        tokens += len(ex["input_ids"])
+        assistant += sum(1 for label in ex["labels"] if label != -100)
+    if packing:
+        want = sum(sum(mask) for _, _, mask in expected)
+        if len(expected) == n_rows and want != assistant:
+            raise MaskCheckError(f"packed data trains {assistant} tokens; the assistant replies"
+                                 f" have {want}")
+        return tokens, assistant
+    if len(train_dataset) != n_rows:
+        raise MaskCheckError(f"the trainer kept {len(train_dataset)} of {n_rows} rows")
+    for i, ids, mask in expected:
+        ex = train_dataset[i]
+        problem = compare_mask(i, ids, mask, ex["input_ids"], ex["labels"])
+        if problem:
+            raise MaskCheckError(problem)
+    return tokens, assistant
+
+
+def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
+        console: Console | None = None) -> RunCard:
+    """Train as the recipe says; returns the run card (also written to the output dir)."""
+    _require_train_extra()
+    import peft
+    import torch
+    import transformers
+    import trl
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import SFTConfig, SFTTrainer
+
+    from rsr.training.tiny import build_model, train_tokenizer
+
+    console = console or Console(stderr=True)
+    started = time.time()
+    out = Path(recipe.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    template = load_chat_template(recipe.chat_template)
+    cfg_train, cfg_data = recipe.train, recipe.data
+    cuda = torch.cuda.is_available() and not cfg_train.use_cpu
+
+    # TrainingArguments first: under DeepSpeed ZeRO-3 it must exist before from_pretrained so
+    # the weights are partitioned while loading instead of materialised on every rank.
+    ckpt_dir = out / "checkpoints"
+    args = SFTConfig(
+        output_dir=str(ckpt_dir),
+        num_train_epochs=cfg_train.epochs,
+        max_steps=cfg_train.max_steps,
+        per_device_train_batch_size=cfg_train.per_device_batch_size,
+        per_device_eval_batch_size=cfg_train.per_device_batch_size,
+        gradient_accumulation_steps=cfg_train.gradient_accumulation_steps,
+        learning_rate=cfg_train.learning_rate,
+        lr_scheduler_type=cfg_train.lr_scheduler,
+        warmup_steps=cfg_train.warmup_ratio,
+        weight_decay=cfg_train.weight_decay,
+        max_grad_norm=cfg_train.max_grad_norm,
+        bf16=cfg_train.precision == "bf16",
+        fp16=cfg_train.precision == "fp16",
+        use_cpu=not cuda,
+        activation_checkpointing=cfg_train.activation_checkpointing,
+        seed=cfg_train.seed,
+        data_seed=cfg_train.seed,
+        logging_steps=cfg_train.logging_steps,
+        logging_first_step=True,
+        save_strategy="steps",
+        save_steps=cfg_train.save_steps,
+        save_total_limit=cfg_train.save_total_limit,
+        eval_strategy="no",
+        report_to="none",
+        max_length=cfg_data.max_length,
+        packing=cfg_data.packing,
+        assistant_only_loss=True,
+        eos_token=recipe.eos_token,
+        dataloader_num_workers=cfg_train.dataloader_num_workers,
+    )
+    is_main = args.process_index == 0
+
+    with console.status("loading datasets"):
+        loaded = [load_dataset(d) for d in cfg_data.datasets]
+    console.print(f"datasets: " + ", ".join(f"{d.name} ({len(d.rows)} rows)" for d in loaded))
+
+    base_dir = out / "base"
+    if recipe.model.tiny is not None:
+        if (base_dir / "config.json").is_file():
+            # Resuming: the tokenizer is trained on the data, so reuse the one built first.
+            tokenizer = transformers.AutoTokenizer.from_pretrained(base_dir)
+        else:
+            with console.status("training the tiny tokenizer"):
+                texts = [render_messages([m.model_dump() for m in r.messages],
+                                         chat_template=template)
+                         for d in loaded for r in d.rows]
+                tokenizer = train_tokenizer(texts, recipe.model.tiny.vocab_size, template)
+        base_name = str(base_dir.resolve())
+    else:
+        tokenizer = _load_tokenizer(recipe, template)
+        base_name = recipe.model.path
+    _check_eos(tokenizer, recipe.eos_token, base_name)
+
+    per_dataset: list[tuple[Any, list[list[dict[str, str]]], LengthStats]] = []
+    with console.status("checking lengths"):
+        for d in loaded:
+            rows_d, stats = fit_to_length(d.rows, tokenizer, template, cfg_data.max_length,
+                                          cfg_data.long_trajectories)
+            per_dataset.append((d, rows_d, stats))
+    rows, used = mix([(d.config, r) for d, r, _ in per_dataset], cfg_train.seed)
+    if not rows:
+        raise RsrError(f"no training rows left: every trajectory is longer than max_length"
+                       f" {cfg_data.max_length} (policy {cfg_data.long_trajectories})")
+    total = LengthStats()
+    for _, _, s in per_dataset:
+        total.add(s)
+    console.print(f"rows: {len(rows)} (dropped too long: {total.rows_dropped_too_long}, split:"
+                  f" {total.rows_split}, steps dropped: {total.steps_dropped_too_long})")
+
+    with console.status("checking the assistant mask"):
+        expected = _mask_check(rows, tokenizer, template, recipe.eos_token,
+                               cfg_data.mask_check_rows)
+
+    # Model
+    if recipe.model.tiny is not None:
+        if not (base_dir / "config.json").is_file():
+            model = build_model(recipe.model.tiny, tokenizer, cfg_data.max_length, cfg_train.seed)
+            if is_main:
+                model.save_pretrained(base_dir)
+                tokenizer.save_pretrained(base_dir)
+        model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
+    else:
+        kwargs: dict[str, Any] = {"dtype": _DTYPES.get(recipe.model.dtype, "auto"),
+                                  "trust_remote_code": recipe.model.trust_remote_code}
+        if recipe.model.attn_implementation:
+            kwargs["attn_implementation"] = recipe.model.attn_implementation
+        model = AutoModelForCausalLM.from_pretrained(recipe.model.path, **kwargs)
+        eos_id = tokenizer.convert_tokens_to_ids(recipe.eos_token)
+        model.generation_config.eos_token_id = eos_id
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+
+    peft_config = None
+    if recipe.method == "lora":
+        assert recipe.lora is not None
+        peft_config = peft.LoraConfig(
+            r=recipe.lora.r, lora_alpha=recipe.lora.alpha, lora_dropout=recipe.lora.dropout,
+            target_modules=recipe.lora.target_modules,
+            modules_to_save=recipe.lora.modules_to_save, task_type="CAUSAL_LM")
+
+    probe = rows[: cfg_data.loss_probe_rows]
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list([{"messages": m} for m in rows]),
+        eval_dataset=Dataset.from_list([{"messages": m} for m in probe]),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
+    tokens, assistant_tokens = _verify_prepared(trainer.train_dataset, expected, len(rows),
+                                                cfg_data.packing)
+    console.print(f"assistant mask checked on {len(expected)} row(s): exact"
+                  f" ({assistant_tokens} of {tokens} tokens trained)")
+
+    resume = None
+    if cfg_train.resume and ckpt_dir.is_dir():
+        resume = get_last_checkpoint(str(ckpt_dir))
+        if resume:
+            console.print(f"resuming from {resume}")
+    loss_start = trainer.evaluate()["eval_loss"]
+    result = trainer.train(resume_from_checkpoint=resume)
+    loss_end = trainer.evaluate()["eval_loss"]
+
+    final = out / "final"
+    trainer.save_model(str(final))
+    if is_main:
+        tokenizer.save_pretrained(final)
+        if recipe.method == "full":
+            trainer.model.generation_config.save_pretrained(final)
+
+    logged = [(int(h["step"]), float(h["loss"])) for h in trainer.state.log_history
+              if "loss" in h and "step" in h]
+    commit, dirty = git_state()
+    recipe_sha = (hashlib.sha256(recipe_path.read_bytes()).hexdigest()
+                  if recipe_path and recipe_path.is_file() else None)
+    card = RunCard(
+        name=recipe.name,
+        method=recipe.method,
+        recipe_path=str(recipe_path) if recipe_path else None,
+        recipe_sha256=recipe_sha,
+        recipe=json.loads(recipe.model_dump_json()),
+        git_commit=commit,
+        git_dirty=dirty,
+        base_model=base_name,
+        chat_template=recipe.chat_template,
+        final_dir=str(final.resolve()),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        runtime_s=round(time.time() - started, 1),
+        versions={m.__name__: m.__version__ for m in (torch, transformers, trl, peft)},
+        datasets=[
+            DatasetCard(name=d.name, path=str(d.config.path), sha256=d.sha256,
+                        weight=d.config.weight, rows_read=len(d.rows),
+                        trailing_messages_stripped=d.trailing_messages_stripped,
+                        rows_kept=s.rows_kept, rows_dropped_too_long=s.rows_dropped_too_long,
+                        rows_split=s.rows_split, steps_kept=s.steps_kept,
+                        steps_dropped_too_long=s.steps_dropped_too_long, rows_used=n)
+            for (d, _, s), n in zip(per_dataset, used, strict=True)
+        ],
+        long_trajectory_policy=cfg_data.long_trajectories,
+        max_length=cfg_data.max_length,
+        rows=len(rows),
+        rows_dropped_too_long=total.rows_dropped_too_long,
+        steps_dropped_too_long=total.steps_dropped_too_long,
+        rows_split=total.rows_split,
+        tokens=tokens,
+        assistant_tokens=assistant_tokens,
+        mask_rows_checked=len(expected),
+        mask_assistant_tokens_checked=sum(sum(m) for _, _, m in expected),
+        loss_probe_rows=len(probe),
+        train_loss_start=float(loss_start),
+        train_loss_end=float(loss_end),
+        logged_loss=logged,
+        global_steps=result.global_step,
+        epochs=float(trainer.state.epoch or 0),
+        resumed_from=resume,
+        world_size=args.world_size,
+        device=str(args.device),
+    )
+    if is_main:
+        (out / RUN_CARD).write_text(card.model_dump_json(indent=2))
+        plot_loss(card, out / LOSS_PNG)
+        console.print(f"loss {card.train_loss_start:.3f} -> {card.train_loss_end:.3f};"
+                      f" model in {final}; run card {out / RUN_CARD}")
+    return card
