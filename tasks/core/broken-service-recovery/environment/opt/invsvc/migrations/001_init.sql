@@ -1,0 +1,3 @@
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE items (sku TEXT PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL);
+INSERT INTO schema_version VALUES (1);

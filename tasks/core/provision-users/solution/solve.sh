@@ -1,0 +1,4 @@
+#!/bin/bash
+set -e
+install -m 0755 /solution/provision.sh /app/provision.sh
+/app/provision.sh

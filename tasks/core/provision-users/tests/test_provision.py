@@ -1,0 +1,138 @@
+import crypt  # noqa: deprecated in 3.11 but present; verifies yescrypt/sha512 hashes
+import csv
+import grp
+import os
+import pwd
+import stat
+import subprocess
+import sys
+import warnings
+
+warnings.filterwarnings("ignore")
+errors: list[str] = []
+
+
+def check_state() -> None:
+    groups = list(csv.DictReader(open("/app/groups.csv")))
+    users = list(csv.DictReader(open("/app/users.csv")))
+    remove = [ln.strip() for ln in open("/app/remove.txt") if ln.strip()]
+    gids = {}
+    for g in groups:
+        try:
+            e = grp.getgrnam(g["group"])
+        except KeyError:
+            errors.append(f"group {g['group']} missing")
+            continue
+        gids[g["group"]] = e.gr_gid
+        if e.gr_gid != int(g["gid"]):
+            errors.append(f"group {g['group']} gid {e.gr_gid} != {g['gid']}")
+        if g["shared"] == "yes":
+            p = f"/srv/projects/{g['group']}"
+            if not os.path.isdir(p):
+                errors.append(f"{p} missing")
+                continue
+            st = os.stat(p)
+            if st.st_uid != 0 or st.st_gid != int(g["gid"]) or stat.S_IMODE(st.st_mode) != 0o2770:
+                errors.append(f"{p}: uid={st.st_uid} gid={st.st_gid} mode={oct(stat.S_IMODE(st.st_mode))}")
+    shadow = {ln.split(":")[0]: ln.split(":")[1] for ln in open("/etc/shadow")}
+    for u in users:
+        name = u["username"]
+        try:
+            e = pwd.getpwnam(name)
+        except KeyError:
+            errors.append(f"user {name} missing")
+            continue
+        want_gid = grp.getgrnam(u["primary_group"]).gr_gid
+        if e.pw_uid != int(u["uid"]):
+            errors.append(f"{name}: uid {e.pw_uid} != {u['uid']}")
+        if e.pw_gid != want_gid:
+            errors.append(f"{name}: primary gid {e.pw_gid} != {want_gid}")
+        if e.pw_gecos != u["full_name"]:
+            errors.append(f"{name}: gecos {e.pw_gecos!r} != {u['full_name']!r}")
+        if e.pw_shell != u["shell"]:
+            errors.append(f"{name}: shell {e.pw_shell} != {u['shell']}")
+        home = f"/home/{name}"
+        if e.pw_dir != home or not os.path.isdir(home):
+            errors.append(f"{name}: home {e.pw_dir} (exists={os.path.isdir(home)})")
+        else:
+            st = os.stat(home)
+            if st.st_uid != int(u["uid"]) or st.st_gid != want_gid or stat.S_IMODE(st.st_mode) != 0o750:
+                errors.append(f"{home}: uid={st.st_uid} gid={st.st_gid} mode={oct(stat.S_IMODE(st.st_mode))}")
+        want_sup = {g for g in u["groups"].split(";") if g}
+        have_sup = {g.gr_name for g in grp.getgrall() if name in g.gr_mem}
+        if want_sup != have_sup:
+            errors.append(f"{name}: supplementary groups {sorted(have_sup)} != {sorted(want_sup)}")
+        status = subprocess.run(["passwd", "-S", name], capture_output=True, text=True).stdout.split()
+        h = shadow.get(name, "")
+        if u["status"] == "active":
+            if len(status) < 2 or status[1] != "P":
+                errors.append(f"{name}: passwd -S status {status[1:2]} != P")
+            elif crypt.crypt(u["password"], h) != h:
+                errors.append(f"{name}: password does not match the csv")
+        else:
+            if len(status) < 2 or status[1] != "L":
+                errors.append(f"{name}: passwd -S status {status[1:2]} != L")
+    for name in remove:
+        try:
+            pwd.getpwnam(name)
+            errors.append(f"user {name} should have been removed")
+        except KeyError:
+            pass
+        if os.path.exists(f"/home/{name}"):
+            errors.append(f"/home/{name} should be gone")
+
+
+def run_script(label: str) -> None:
+    if not os.access("/app/provision.sh", os.X_OK):
+        errors.append("/app/provision.sh missing or not executable")
+        return
+    r = subprocess.run(["/app/provision.sh"], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        errors.append(f"{label}: provision.sh exited {r.returncode}: {r.stderr[-500:]}")
+
+
+def main() -> int:
+    if subprocess.run(["id", "bystander"], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "-u", "3999", "-s", "/bin/sh", "bystander"], check=True)
+    check_state()  # state the agent left behind
+    run_script("rerun")
+    check_state()
+    # Edit the inputs: a new shared group, a new user, changed memberships/shell/status, one more removal.
+    with open("/app/groups.csv", "a") as f:
+        f.write("qa,2005,yes\n")
+    rows = list(csv.DictReader(open("/app/users.csv")))
+    fields = list(rows[0].keys())
+    for r in rows:
+        if r["username"] == "alice":
+            r["groups"] = "qa"
+            r["shell"] = "/bin/sh"
+        if r["username"] == "dave":
+            r["status"] = "active"
+            r["password"] = "Dave-now-active-9"
+            r["shell"] = "/bin/bash"
+        if r["username"] == "carol":
+            r["full_name"] = "Carol Chen-Smith"
+            r["groups"] = ""
+    rows = [r for r in rows if r["username"] != "bob"]
+    rows.append(dict(username="frank", uid="3006", full_name="Frank Fischer", primary_group="qa",
+                     groups="developers;ops", shell="/bin/bash", status="active", password="fr4nk:Strong"))
+    with open("/app/users.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    with open("/app/remove.txt", "a") as f:
+        f.write("bob\n")
+    run_script("edited inputs")
+    check_state()
+    try:
+        pwd.getpwnam("bystander")
+    except KeyError:
+        errors.append("unrelated user 'bystander' was removed")
+    if errors:
+        print("FAIL:\n" + "\n".join(errors))
+        return 1
+    print("PASS: provisioning state correct across reruns")
+    return 0
+
+
+sys.exit(main())
