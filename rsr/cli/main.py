@@ -27,6 +27,10 @@ def _register() -> None:
     app.add_typer(eval_cli.app, name="eval")
     app.add_typer(report.app, name="report")
 
+    from rsr.cli import train
+
+    app.add_typer(train.app, name="train")
+
 
 def main(argv: list[str] | None = None) -> int:
     _register()

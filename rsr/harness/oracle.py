@@ -19,13 +19,23 @@ from rsr.tasks.models import expand_env
 from rsr.verify.verifier import cap_output
 
 
+def first_half(script: str) -> str:
+    """The script up to (not including) the first command of its second half."""
+    lines = script.splitlines()
+    commands = [i for i, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith("#")]
+    if not commands:
+        return script
+    cut = commands[len(commands) // 2]
+    return "\n".join(lines[:cut]) + "\n"
+
+
 @agent
-def oracle(truncate_lines: int | None = None) -> Agent:
+def oracle(partial: bool = False) -> Agent:
     """Run solution/solve.sh with the task's agent timeout and solution env.
 
     Args:
-        truncate_lines: Run only the first N lines of solve.sh (a *partial* oracle, used by
-            `rsr tasks check` to show that tests check the end state, not that a script ran).
+        partial: Run only the first half of solve.sh's commands (a *partial* oracle, used by
+            `rsr tasks check` to show that the tests check the end state).
     """
 
     async def execute(state: AgentState) -> AgentState:
@@ -33,10 +43,9 @@ def oracle(truncate_lines: int | None = None) -> Agent:
         task = task_from_metadata(ts.metadata if ts else {})
         sbx = sandbox()
         files = task.solution_files()
-        if truncate_lines is not None:
+        if partial:
             key = f"{SOLUTION_MOUNT}/solve.sh"
-            lines = files[key].decode(errors="replace").splitlines()
-            files[key] = ("\n".join(lines[:truncate_lines]) + "\n").encode()
+            files[key] = first_half(files[key].decode(errors="replace")).encode()
         await sbx.exec(["mkdir", "-p", SOLUTION_MOUNT], user="root")
         for path, content in files.items():
             await sbx.write_file(path, content)

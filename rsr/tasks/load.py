@@ -127,7 +127,7 @@ def tasks_digest(tasks: Iterable[LoadedTask]) -> str:
 def _validation_errors(path: Path, err: ValidationError, prefix: str = "") -> list[TaskFormatError]:
     out = []
     for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"] if p not in ("function-before[_legacy_sizes(), EnvironmentSection]",))
+        loc = ".".join(str(p) for p in e["loc"])
         out.append(TaskFormatError(path, prefix + loc if loc else None, e["msg"]))
     return out
 
@@ -331,7 +331,8 @@ def load_dataset(
             task = by_name.get(ref.name) or by_name.get(ref.name.split("/")[-1])
             if task is None:
                 if not include or matches(ref.name.split("/")[-1], ref.name, include):
-                    errors.append(TaskFormatError(manifest, f"tasks[{i}].name", f"task {ref.name!r} not found below {root}"))
+                    errors.append(TaskFormatError(manifest, f"tasks[{i}].name",
+                                                  f"task {ref.name!r} not found below {root}"))
             elif ref.digest and ref.digest != task.digest:
                 errors.append(TaskFormatError(manifest, f"tasks[{i}].digest",
                                               f"{ref.name}: pinned {ref.digest}, found {task.digest}"))

@@ -119,12 +119,12 @@ async def verify(task: LoadedTask, sbx: SandboxLike | None = None) -> VerifierRe
 
     cfg = task.config.verifier
     started = time.monotonic()
-    await sbx.exec(["bash", "-c", f"rm -rf {TESTS_MOUNT} {VERIFIER_LOG_DIR} && mkdir -p {TESTS_MOUNT} {VERIFIER_LOG_DIR}"],
-                   user="root", timeout=60)
+    reset = f"rm -rf {TESTS_MOUNT} {VERIFIER_LOG_DIR} && mkdir -p {TESTS_MOUNT} {VERIFIER_LOG_DIR}"
+    await sbx.exec(["bash", "-c", reset], user="root", timeout=60)
     for container_path, host_path in task.test_files().items():
         await sbx.write_file(container_path, host_path.read_bytes())
-    await sbx.exec(["bash", "-c", f"chmod -R a+rX {TESTS_MOUNT}; chmod +x {TESTS_MOUNT}/*.sh 2>/dev/null; chmod 777 {VERIFIER_LOG_DIR}"],
-                   user="root", timeout=60)
+    perms = f"chmod -R a+rX {TESTS_MOUNT}; chmod +x {TESTS_MOUNT}/*.sh 2>/dev/null; chmod 777 {VERIFIER_LOG_DIR}"
+    await sbx.exec(["bash", "-c", perms], user="root", timeout=60)
 
     env = {k: expand_env(v) for k, v in cfg.env.items()}
     timeout = max(1, int(math.ceil(cfg.timeout_sec)))

@@ -1,0 +1,32 @@
+"""`rsr doctor`: is this machine ready to run sandboxes?"""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rsr.sandbox.docker_setup import fix as run_fix
+from rsr.sandbox.docker_setup import run_checks
+
+
+def doctor(
+    fix: bool = typer.Option(False, "--fix", help="Install and start the Docker engine, Compose v2 and base image."),
+) -> None:
+    """Check the Docker engine and Compose versions, the base image and free disk."""
+    console = Console()
+    if fix:
+        rc = run_fix()
+        if rc != 0:
+            console.print(f"[red]setup failed (exit {rc})[/red]")
+            raise typer.Exit(rc)
+    checks = run_checks()
+    table = Table("check", "status", "detail")
+    for c in checks:
+        table.add_row(c.name, "[green]ok[/green]" if c.ok else "[red]FAIL[/red]", c.detail)
+    console.print(table)
+    failed = [c for c in checks if not c.ok]
+    for c in failed:
+        console.print(f"[yellow]fix {c.name}:[/yellow] {c.fix}")
+    if failed:
+        raise typer.Exit(1)

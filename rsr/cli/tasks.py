@@ -1,0 +1,127 @@
+"""`rsr tasks ...`: lint, check and scaffold task directories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(help="Lint, check and scaffold terminal tasks.", no_args_is_help=True)
+
+
+@app.command()
+def lint(
+    paths: list[Path] = typer.Argument(..., help="Task directories or folders holding them."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array, one object per task."),
+    warnings: bool = typer.Option(True, "--warnings/--no-warnings", help="Show warnings (unknown keys...)."),
+) -> None:
+    """Load every task below PATH statically (no Docker, no network); exit 1 if any is invalid."""
+    from rsr.errors import DatasetLoadError, TaskFormatError
+    from rsr.tasks.load import find_task_dirs, load_task
+
+    rows: list[dict] = []
+    for root in paths:
+        if not root.exists():
+            rows.append({"path": str(root), "name": root.name, "format": None, "status": "invalid",
+                         "category": None, "difficulty": None, "warnings": [],
+                         "errors": [{"file": str(root), "field": None, "message": "path does not exist"}]})
+            continue
+        for task_dir in find_task_dirs(root):
+            fmt = "harbor" if (task_dir / "task.toml").is_file() else "terminal-bench-1"
+            row = {"path": str(task_dir), "name": task_dir.name, "format": fmt, "status": "ok",
+                   "category": None, "difficulty": None, "errors": [], "warnings": []}
+            try:
+                task = load_task(task_dir)
+                row.update(category=task.config.category, difficulty=task.config.difficulty,
+                           warnings=list(task.warnings), full_name=task.full_name)
+            except TaskFormatError as e:
+                row.update(status="invalid", errors=[e.to_dict()])
+            except DatasetLoadError as e:
+                row.update(status="invalid", errors=[x.to_dict() for x in e.errors])
+            rows.append(row)
+    invalid = [r for r in rows if r["status"] != "ok"]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+    else:
+        console = Console(soft_wrap=True)
+        for r in rows:
+            status = "[green]ok[/green]" if r["status"] == "ok" else "[red]invalid[/red]"
+            console.print(f"{r['name']:<36} {r['format'] or '-':<17} {r['category'] or '-':<22} "
+                          f"{r['difficulty'] or '-':<7} {status}", highlight=False)
+            for e in r["errors"]:
+                field = f" [{e['field']}]" if e.get("field") else ""
+                console.print(f"    [red]error[/red] {e['file']}{field}: {e['message']}", highlight=False)
+            if warnings:
+                for w in r["warnings"]:
+                    console.print(f"    [yellow]warning[/yellow] {w}", highlight=False)
+        console.print(f"{len(rows)} task(s), {len(invalid)} invalid")
+    if invalid or not rows:
+        raise typer.Exit(1)
+
+
+@app.command()
+def check(
+    target: str = typer.Argument(..., help="A suite name (core) or a path to tasks."),
+    tasks: str | None = typer.Option(None, "--tasks", "-t", help="Only tasks matching these globs (comma-separated)."),
+    exclude: str | None = typer.Option(None, "--exclude", "-x", help="Skip tasks matching these globs."),
+    runs: int = typer.Option(3, "--runs", help="Oracle runs per task; every run must pass."),
+    only: str | None = typer.Option(None, "--only",
+                                    help="Comma-separated subset of: build,oracle,null,partial,isolation."),
+    log_dir: str = typer.Option("logs/tasks-check", "--log-dir", help="Where Inspect writes the .eval logs."),
+    max_sandboxes: int | None = typer.Option(None, "--max-sandboxes",
+                                             help="Concurrent sandboxes (Inspect default: 2 x CPUs)."),
+    json_out: Path | None = typer.Option(None, "--json-out", help="Also write the report as JSON."),
+) -> None:
+    """Quality gate in real Docker sandboxes: oracle passes every run, null and a partial oracle
+    fail, tests and solution stay hidden, network off unless allowed. Exit 1 on any finding."""
+    from rsr.tasks.check import CHECKS, check_tasks
+
+    console = Console(soft_wrap=True)
+    selected = tuple(c.strip() for c in only.split(",")) if only else CHECKS
+    unknown = set(selected) - set(CHECKS)
+    if unknown:
+        raise typer.BadParameter(f"unknown check(s): {', '.join(sorted(unknown))}", param_hint="--only")
+    with console.status("checking tasks") as status:
+        reports = check_tasks(target, tasks, exclude, runs=runs, checks=selected, log_dir=log_dir,
+                              max_sandboxes=max_sandboxes, progress=lambda m: status.update(m))
+    table = Table("task", "oracle", "null", "partial", "build s", "image MB", "oracle s", "result")
+    for r in sorted(reports, key=lambda r: r.name):
+        table.add_row(
+            r.name,
+            f"{sum(r.oracle_passes)}/{len(r.oracle_passes)}" if r.oracle_passes else "-",
+            "-" if r.null_passed is None else ("PASSED" if r.null_passed else "failed"),
+            "-" if r.partial_passed is None else ("PASSED" if r.partial_passed else "failed"),
+            "-" if r.build_sec is None else f"{r.build_sec:.1f}",
+            "-" if r.image_mb is None else f"{r.image_mb:.0f}",
+            "-" if r.oracle_sec is None else f"{r.oracle_sec:.1f}",
+            "[green]ok[/green]" if r.ok else "[red]FAIL[/red]",
+        )
+    console.print(table)
+    for r in reports:
+        for f in r.findings:
+            console.print(f"[red]{r.name}[/red]: {f}", highlight=False)
+    if json_out:
+        json_out.write_text(json.dumps([r.to_dict() for r in reports], indent=2))
+    bad = [r for r in reports if not r.ok]
+    console.print(f"{len(reports)} task(s) checked, {len(bad)} with findings")
+    if bad or not reports:
+        raise typer.Exit(1)
+
+
+@app.command()
+def new(
+    name: str = typer.Argument(..., help="Task name (kebab-case)."),
+    category: str = typer.Option("software-engineering", "--category", "-c", help="Task category."),
+    difficulty: str = typer.Option("medium", "--difficulty", "-d", help="easy, medium or hard."),
+    milestones: bool = typer.Option(False, "--milestones", help="Long-horizon scaffold with named milestones."),
+    root: Path = typer.Option(Path("tasks/core"), "--root", help="Where to create the task."),
+) -> None:
+    """Scaffold a complete task (instruction, task.toml, Dockerfile, tests, solution)."""
+    from rsr.tasks.scaffold import scaffold_task
+
+    task_dir = scaffold_task(root, name, category, difficulty, milestones)
+    Console().print(f"created {task_dir}\nnext: edit it, then `rsr tasks lint {task_dir}` and "
+                    f"`rsr tasks check {task_dir}`", highlight=False)
