@@ -1,0 +1,189 @@
+"""A tmux session inside the sandbox: start it, send keys, wait, read the pane.
+
+Only talks to tmux; installing tmux lives in `rsr.harness.tmux_install`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from dataclasses import dataclass
+
+from inspect_ai.util import SandboxEnvironment
+
+from rsr.errors import RsrError
+
+# tmux's client->server message is capped (~16 KiB); a UTF-8 char can take 4 bytes.
+SEND_CHUNK_CHARS = 3000
+POLL_SECONDS = 0.1
+
+# Whole-string keystrokes that name a tmux key (C-c, M-x, Enter, Up, F5, ...).
+_KEY_NAME = re.compile(
+    r"^(?:[CMS]-)+(?:[A-Za-z0-9\[\]\\@^_ ]|Space|Enter|Tab|Escape|BSpace|Up|Down|Left|Right)$"
+    r"|^(?:Enter|Escape|Tab|BTab|BSpace|Space|Up|Down|Left|Right|Home|End|PageUp|PageDown"
+    r"|PPage|NPage|DC|IC|F(?:[1-9]|1[0-2]))$"
+)
+
+
+class TmuxError(RsrError):
+    """The tmux session could not be driven (the message says what failed)."""
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    waited: float
+    """Seconds actually waited."""
+    idle: bool
+    """The shell was idle again before the deadline (adaptive mode only)."""
+
+
+def is_key_name(keystrokes: str) -> bool:
+    """True when the whole keystroke string is one tmux key name, e.g. `C-c` or `Enter`."""
+    return bool(_KEY_NAME.match(keystrokes.strip())) and keystrokes.strip() != ""
+
+
+def escape_literal(chunk: str) -> str:
+    """tmux strips a trailing `;` from an argument (command separator); `\\;` yields `;`."""
+    return chunk[:-1] + "\\;" if chunk.endswith(";") else chunk
+
+
+class TmuxSession:
+    """One tmux session running a login bash in the sandbox."""
+
+    def __init__(
+        self,
+        sbx: SandboxEnvironment,
+        name: str = "rsr",
+        width: int = 160,
+        height: int = 40,
+        history_limit: int = 100_000,
+        cwd: str | None = None,
+        user: str | None = None,
+    ) -> None:
+        self.sbx = sbx
+        self.name = name
+        self.width = width
+        self.height = height
+        self.history_limit = history_limit
+        self.cwd = cwd
+        self.user = user
+        # Absolute pane line (history + cursor row) and its text at the last read.
+        self._mark: tuple[int, str] | None = None
+        self._shell_pid: str | None = None
+
+    async def _tmux(self, *args: str, input: str | None = None, timeout: int = 30) -> str:
+        result = await self.sbx.exec(["tmux", *args], input=input, user=self.user,
+                                     timeout=timeout)
+        if not result.success:
+            raise TmuxError(f"tmux {args[0]} failed (exit {result.returncode}): "
+                            f"{result.stderr.strip()}")
+        return result.stdout
+
+    async def _sh(self, script: str, timeout: int = 30) -> str:
+        result = await self.sbx.exec(["sh", "-c", script], user=self.user, timeout=timeout)
+        if not result.success:
+            raise TmuxError(f"tmux script failed (exit {result.returncode}): "
+                            f"{result.stderr.strip()}")
+        return result.stdout
+
+    async def start(self) -> None:
+        conf = f"/tmp/{self.name}.tmux.conf"
+        cwd = f"-c {shlex.quote(self.cwd)} " if self.cwd else ""
+        # history-limit only applies to panes created after it is set: pass it via -f.
+        await self._sh(
+            f"printf 'set -g history-limit {self.history_limit}\\n' > {conf} && "
+            f"tmux -f {conf} new-session -d -s {self.name} -x {self.width} -y {self.height} "
+            f"{cwd}bash --login"
+        )
+        self._shell_pid = (await self._tmux("display-message", "-p", "-t", self.name,
+                                            "#{pane_pid}")).strip()
+        await self.wait(5.0, adaptive=True)
+        self._mark = None
+
+    async def alive(self) -> bool:
+        result = await self.sbx.exec(["tmux", "has-session", "-t", self.name], user=self.user)
+        return result.success
+
+    async def send_keys(self, keystrokes: str) -> None:
+        """Send keystrokes verbatim; a whole-string tmux key name (C-c, Enter) is sent as that key."""
+        if not keystrokes:
+            return
+        if is_key_name(keystrokes):
+            await self._tmux("send-keys", "-t", self.name, keystrokes.strip())
+            return
+        for start in range(0, len(keystrokes), SEND_CHUNK_CHARS):
+            chunk = escape_literal(keystrokes[start : start + SEND_CHUNK_CHARS])
+            await self._tmux("send-keys", "-t", self.name, "-l", "--", chunk)
+
+    async def wait(self, seconds: float, adaptive: bool) -> WaitResult:
+        """Wait `seconds`; in adaptive mode return as soon as the shell is idle again.
+
+        Idle = the login shell owns the terminal's foreground, is sleeping on input, and the
+        screen did not change between two polls. Polling happens inside the sandbox so one
+        exec covers the whole wait.
+        """
+        began = time.monotonic()
+        if seconds <= 0:
+            return WaitResult(0.0, False)
+        if not adaptive:
+            await _sleep(seconds)
+            return WaitResult(time.monotonic() - began, False)
+        polls = max(1, int(seconds / POLL_SECONDS))
+        pid = self._shell_pid or "0"
+        script = (
+            f"i=0; prev=; while [ $i -lt {polls} ]; do sleep {POLL_SECONDS}; i=$((i+1)); "
+            f"set -- $(cut -d' ' -f3,8 /proc/{pid}/stat 2>/dev/null); "
+            f'if [ "$1" = S ] && [ "$2" = {pid} ]; then '
+            f"snap=$(tmux capture-pane -p -t {self.name} | cksum); "
+            f'if [ "$snap" = "$prev" ]; then echo idle; exit 0; fi; prev=$snap; '
+            f"else prev=; fi; done; echo busy"
+        )
+        out = await self._sh(script, timeout=int(seconds) + 30)
+        return WaitResult(time.monotonic() - began, out.strip() == "idle")
+
+    async def screen(self) -> str:
+        """The visible screen."""
+        return _strip_trailing_blank(await self._tmux("capture-pane", "-p", "-J", "-t", self.name))
+
+    async def read_new(self) -> str:
+        """Terminal output since the last read, starting at the line the cursor was on.
+
+        Falls back to the visible screen when the history no longer lines up with the last
+        read (the screen was cleared, history overflowed, a full-screen program ran).
+        One exec: position, cursor line, screen and the since-mark capture come back together.
+        """
+        mark_line = self._mark[0] if self._mark is not None else -1
+        sep = "@@rsr-section@@"
+        t = self.name
+        script = (
+            f"set -- $(tmux display-message -p -t {t} "
+            f"'#{{history_size}} #{{cursor_y}} #{{alternate_on}}') || exit 1; "
+            f'echo "$1 $2 $3"; echo {sep}; '
+            f'tmux capture-pane -p -J -t {t} -S "$2" -E "$2"; echo {sep}; '
+            f"tmux capture-pane -p -J -t {t}; echo {sep}; "
+            f'if [ {mark_line} -ge 0 ] && [ "$3" != 1 ]; then '
+            f'tmux capture-pane -p -J -t {t} -S $(({mark_line} - $1)) -E -; fi'
+        )
+        info, cursor_line, screen, since = (await self._sh(script)).split(sep + "\n")
+        history, cursor, _alternate = info.split()
+        text: str | None = None
+        if self._mark is not None and since:
+            first = since.split("\n", 1)[0]
+            mark_text = self._mark[1]
+            if mark_text.strip() == "" or first.startswith(mark_text.rstrip()):
+                text = _strip_trailing_blank(since)
+        if text is None:
+            text = _strip_trailing_blank(screen)
+        self._mark = (int(history) + int(cursor), cursor_line.rstrip("\n"))
+        return text
+
+
+def _strip_trailing_blank(text: str) -> str:
+    return text.rstrip() + "\n" if text.strip() else ""
+
+
+async def _sleep(seconds: float) -> None:
+    import anyio
+
+    await anyio.sleep(seconds)
