@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+cp /solution/jsonpatch.py /app/jsonpatch.py
