@@ -22,10 +22,11 @@ def _register() -> None:
     app.command("doctor")(doctor.doctor)
 
     from rsr.cli import eval as eval_cli
-    from rsr.cli import report
+    from rsr.cli import leaderboard, report
 
     app.add_typer(eval_cli.app, name="eval")
     app.add_typer(report.app, name="report")
+    app.add_typer(leaderboard.app, name="leaderboard")
 
     from rsr.cli import train
 
@@ -35,7 +36,7 @@ def _register() -> None:
 def main(argv: list[str] | None = None) -> int:
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        result = app(args=argv, standalone_mode=False)
     except RsrError as e:
         Console(stderr=True).print(f"[red]error:[/red] {e}")
         return 2
@@ -50,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
             e.show()
             return e.exit_code
         raise
-    return 0
+    # In non-standalone mode click returns the exit code of a `typer.Exit` instead of raising.
+    return result if isinstance(result, int) else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,541 @@
+"""Leaderboard entries built only from `.eval` logs, after checks that make them hard to fake.
+
+A board (`leaderboards/board.yaml`) pins each suite: where its tasks live, which of them count,
+optionally their digest, and the minimum epochs (3; 5 under the TB2 rules). `validate_log`
+accepts a log only if
+
+- it finished (`status: success`) and ran the pinned suite: the digest over the samples'
+  `(task_name, task_digest)` equals the digest of the suite's tasks on disk (and the pin);
+- it ran at least `min_epochs` epochs and every (task, epoch) sample is in the file;
+- nothing overrode a timeout or resource: no `time_limit`/`working_limit`, no `--sandbox`
+  override, and each sample's agent/verifier timeout, cpus and memory equal the task's;
+- every score is consistent with the evidence the verifier left: each sample's value is
+  re-derived from the reward metrics in the score's metadata, those metrics must be what the
+  transcript shows the verifier reading from the reward file in the sandbox, the value must
+  equal the final `ScoreEvent` in the transcript and the sample summary, and the header's
+  aggregate metrics and epoch reductions must equal Inspect's own recomputation from the
+  samples. Editing the header, a sample value, or a value and its metadata together, is
+  caught by at least one of these. (A forger who rewrites every record of a sample
+  consistently is not caught: logs are not signed. Re-running the suite is the remedy.)
+
+The entry's numbers are then computed by us from the sample records, never copied from the
+header. The entry records each log's sha256, so a later edit of a stored log is detectable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rsr.errors import RsrError, TaskFormatError
+from rsr.report.logs import SCORER, RunLog, benchmark_of, run_from_log, score_fields
+from rsr.report.metrics import SuiteMetrics
+
+__all__ = [
+    "BoardConfig",
+    "LeaderboardEntry",
+    "LogRef",
+    "LogValidationError",
+    "SuitePin",
+    "SuiteResult",
+    "ValidatedRun",
+    "build_entry",
+    "load_board",
+    "load_entries",
+    "task_set_digest",
+    "validate_log",
+]
+
+DEFAULT_MIN_EPOCHS = 3
+# Terminal-Bench 2 leaderboard rule: at least five trials per task.
+TB2_MIN_EPOCHS = 5
+TB2_SUITES = {"tb2", "tb2_1"}
+# Task arguments that only choose which tasks run (the digest check covers them).
+SELECTION_ARGS = {"path", "tasks", "exclude"}
+TOL = 1e-9
+# Agent arguments that would change a task's time or resources (e.g. terminus2's
+# agent_timeout_sec); TB2 rules forbid these as override_timeout_sec/override_cpus do.
+_OVERRIDE_KEY = re.compile(r"timeout|time_limit|cpus|memory|storage|multiplier")
+
+
+class SuitePin(BaseModel):
+    """How a board pins one suite."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str | None = Field(default=None, description="task folder; relative to the board "
+                             "file; default: the suite registry's location")
+    tasks: list[str] | None = Field(default=None, description="only these tasks (globs)")
+    exclude: list[str] | None = None
+    digest: str | None = Field(default=None, description="pinned task-set digest")
+    min_epochs: int | None = Field(default=None, ge=1)
+
+
+class BoardConfig(BaseModel):
+    """`board.yaml`: the suites a board accepts and how they are pinned."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = "rsr leaderboard"
+    k: int = Field(default=3, ge=1, description="k of the pass@k column")
+    suites: dict[str, SuitePin]
+
+    def min_epochs(self, benchmark: str) -> int:
+        pin = self.suites.get(benchmark)
+        if pin is not None and pin.min_epochs is not None:
+            return pin.min_epochs
+        return TB2_MIN_EPOCHS if benchmark in TB2_SUITES else DEFAULT_MIN_EPOCHS
+
+
+class LoadedBoard(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: Path
+    config: BoardConfig
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    @property
+    def entries_dir(self) -> Path:
+        return self.root / "entries"
+
+    def suite_tasks(self, benchmark: str) -> dict[str, Any]:
+        """name -> LoadedTask of the pinned suite, loaded from disk."""
+        from rsr.tasks.load import load_tasks_strict
+        from rsr.tasks.suites import resolve_suite_path
+
+        pin = self.config.suites[benchmark]
+        if pin.path is not None:
+            root = Path(pin.path)
+            root = root if root.is_absolute() else self.root / root
+        else:
+            root = resolve_suite_path(benchmark)
+        return {t.name: t for t in load_tasks_strict(root, pin.tasks, pin.exclude)}
+
+
+def load_board(path: str | Path) -> LoadedBoard:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "board.yaml"
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError as e:
+        raise TaskFormatError(path, None, "board file not found (create it with `suites:`)") from e
+    except yaml.YAMLError as e:
+        raise TaskFormatError(path, None, f"not valid YAML: {e}") from e
+    try:
+        config = BoardConfig.model_validate(data or {})
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise TaskFormatError(path, ".".join(map(str, err["loc"])), err["msg"]) from e
+    return LoadedBoard(path=path, config=config)
+
+
+def task_set_digest(pairs: Iterable[tuple[str, str]]) -> str:
+    """Order-independent digest of (task name, task digest) pairs."""
+    h = hashlib.sha256()
+    for name, digest in sorted(set(pairs)):
+        h.update(f"{name}={digest}\n".encode())
+    return "sha256:" + h.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return "sha256:" + h.hexdigest()
+
+
+class LogValidationError(RsrError):
+    """A log failed leaderboard validation; lists every problem, not only the first."""
+
+    def __init__(self, path: Path, problems: list[str]) -> None:
+        self.path = path
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"{path}: rejected ({len(problems)} problem(s)):\n{lines}")
+
+
+def expected_value(score_metadata: dict[str, Any]) -> tuple[float, float, float]:
+    """(passed, reward, process) re-derived from what the verifier recorded.
+
+    Mirrors rsr.verify.verifier: reward is the reward file's `reward` (or its only metric, or
+    the minimum of several); passed means reward >= 1; process is the mean of the clipped
+    milestones, else equal to passed. A verifier error scores 0 everywhere.
+    """
+    if score_metadata.get("error"):
+        return 0.0, 0.0, 0.0
+    metrics = score_metadata.get("metrics") or {}
+    if not isinstance(metrics, dict) or not metrics:
+        raise ValueError("score metadata has no reward metrics")
+    values = {str(k): float(v) for k, v in metrics.items()}
+    if "reward" in values:
+        reward = values["reward"]
+    elif len(values) == 1:
+        reward = next(iter(values.values()))
+    else:
+        reward = min(values.values())
+    passed = 1.0 if reward >= 1.0 - TOL else 0.0
+    milestones = score_metadata.get("milestones") or {}
+    if milestones:
+        process = sum(min(max(float(v), 0.0), 1.0) for v in milestones.values()) / len(milestones)
+        for name, v in milestones.items():
+            if name in values and not math.isclose(values[name], float(v), abs_tol=TOL):
+                raise ValueError(f"milestone {name!r} = {v} but the reward file says "
+                                 f"{values[name]}")
+    else:
+        process = passed
+    return passed, reward, process
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return math.isclose(float(a), float(b), abs_tol=TOL)
+    return a == b
+
+
+class LogRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    file: str
+    sha256: str
+    eval_id: str
+    run_id: str
+    created: str
+    task: str
+    model: str
+    solver: str | None
+
+
+class ValidatedRun(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run: RunLog
+    suite_digest: str
+    log: LogRef
+
+
+def _check_sample_scores(sample: Any, summary: Any | None, problems: list[str]) -> None:
+    where = f"sample {sample.id} epoch {sample.epoch}"
+    score = (sample.scores or {}).get(SCORER)
+    if score is None:
+        if sample.error is None:
+            problems.append(f"{where}: no {SCORER} score and no error")
+        return
+    fields = score_fields(score.value)
+    if fields is None:
+        problems.append(f"{where}: score value {score.value!r} is not a verifier score")
+        return
+    recorded = (1.0 if fields[0] else 0.0, fields[1], fields[2])
+    if float(score.value["passed"]) not in (0.0, 1.0):
+        problems.append(f"{where}: passed={score.value['passed']!r} is not 0 or 1")
+    try:
+        derived = expected_value(score.metadata or {})
+    except (ValueError, TypeError) as e:
+        problems.append(f"{where}: score metadata: {e}")
+    else:
+        if not _close(list(recorded), list(derived)):
+            problems.append(
+                f"{where}: score value (passed, reward, process) = {recorded} does not follow "
+                f"from the verifier's recorded reward metrics, which give {derived}"
+            )
+    _check_reward_read(sample, score, where, problems)
+    finals = [e for e in sample.events if e.event == "score" and not e.intermediate]
+    if not finals:
+        problems.append(f"{where}: transcript has no final score event")
+    elif not _close(finals[-1].score.value, score.value):
+        problems.append(f"{where}: score value {score.value} differs from the transcript's "
+                        f"score event {finals[-1].score.value}")
+    if summary is not None:
+        s = (summary.scores or {}).get(SCORER)
+        if s is None or not _close(s.value, score.value):
+            problems.append(f"{where}: score value {score.value} differs from the sample "
+                            f"summary {None if s is None else s.value}")
+
+
+_REWARD_READ = re.compile(r"cat /logs/verifier/reward\.(json|txt)")
+
+
+def _check_reward_read(sample: Any, score: Any, where: str, problems: list[str]) -> None:
+    """The reward metrics in the score metadata must be what the transcript shows the
+    verifier reading from the reward file inside the sandbox."""
+    reads = [e for e in sample.events
+             if e.event == "sandbox" and e.action == "exec" and e.result == 0
+             and e.cmd and _REWARD_READ.search(e.cmd)]
+    if (score.metadata or {}).get("error"):
+        return
+    if not reads:
+        problems.append(f"{where}: transcript shows no read of the reward file")
+        return
+    last = reads[-1]
+    kind = _REWARD_READ.search(last.cmd).group(1)
+    text = last.output or ""
+    try:
+        if kind == "txt":
+            seen: dict[str, float] = {"reward": float(text.split()[0])}
+        else:
+            import json
+
+            seen = {str(k): float(v) for k, v in json.loads(text).items()}
+    except (ValueError, IndexError, AttributeError, TypeError):
+        problems.append(f"{where}: reward file as read in the transcript is unparseable: "
+                        f"{text[:80]!r}")
+        return
+    recorded = (score.metadata or {}).get("metrics") or {}
+    if not _close(seen, {str(k): v for k, v in recorded.items()}):
+        problems.append(f"{where}: score metadata metrics {recorded} differ from the reward "
+                        f"file the verifier read ({seen})")
+
+
+def _check_header(log: Any, problems: list[str]) -> None:
+    """The header's metrics and reductions must equal Inspect's recomputation from samples."""
+    from inspect_ai.log import recompute_metrics
+
+    import rsr._registry  # noqa: F401  (metric/scorer names resolve through the registry)
+
+    copy = log.model_copy(deep=True)
+    try:
+        recompute_metrics(copy)
+    except Exception as e:  # a header naming unknown metrics cannot be checked: reject
+        problems.append(f"header: metrics cannot be recomputed ({type(e).__name__}: {e})")
+        return
+
+    def flat(results: Any) -> dict[str, float]:
+        out = {}
+        for s in results.scores if results else []:
+            for name, m in s.metrics.items():
+                out[f"{s.name}/{s.reducer or '-'}/{name}"] = m.value
+        return out
+
+    have, want = flat(log.results), flat(copy.results)
+    if have.keys() != want.keys():
+        problems.append(f"header: metrics {sorted(have)} differ from the recomputed "
+                        f"{sorted(want)}")
+    for key in sorted(have.keys() & want.keys()):
+        if not _close(have[key], want[key]):
+            problems.append(f"header: {key} = {have[key]} but the samples give {want[key]}")
+
+    def reductions(rs: Any) -> dict[str, Any]:
+        return {f"{r.scorer}/{r.reducer}/{s.sample_id}": s.value
+                for r in rs or [] for s in r.samples}
+
+    have_r, want_r = reductions(log.reductions), reductions(copy.reductions)
+    for key in sorted(have_r.keys() | want_r.keys()):
+        if not _close(have_r.get(key), want_r.get(key)):
+            problems.append(f"reductions: {key} = {have_r.get(key)} but the samples give "
+                            f"{want_r.get(key)}")
+
+
+def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
+    """Run every check; raise LogValidationError listing all problems found."""
+    from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
+
+    path = Path(path)
+    try:
+        log = read_eval_log(str(path), exclude_fields={"messages", "attachments", "store",
+                                                       "events_data", "timelines"})
+    except FileNotFoundError as e:
+        raise RsrError(f"{path}: log file not found") from e
+    except Exception as e:
+        raise LogValidationError(path, [f"not a readable Inspect log: {e}"]) from e
+    problems: list[str] = []
+    spec = log.eval
+    benchmark = benchmark_of(spec.task)
+    if benchmark not in board.config.suites:
+        raise LogValidationError(path, [
+            f"suite {benchmark!r} ({spec.task}) is not on this board "
+            f"({', '.join(board.config.suites)}); pin it in {board.path}"])
+
+    if log.status != "success":
+        problems.append(f"status is {log.status!r}, not 'success': resume the eval set first")
+    if getattr(log, "invalidated", False):
+        problems.append("log is marked invalidated")
+
+    epochs = spec.config.epochs or 1
+    need = board.config.min_epochs(benchmark)
+    if epochs < need:
+        problems.append(f"epochs = {epochs}; {benchmark} needs at least {need} per task")
+
+    # Overrides: timeouts and resources come from task.toml, never from the command line.
+    for field in ("time_limit", "working_limit"):
+        if getattr(spec.config, field) is not None:
+            problems.append(f"eval config {field} = {getattr(spec.config, field)} overrides "
+                            "the tasks' own timeouts")
+    if spec.sandbox is not None:
+        problems.append(f"sandbox overridden to {spec.sandbox.type!r}; tasks must run in "
+                        "their own environment")
+    solver_overrides = sorted(k for k, v in (spec.solver_args or {}).items()
+                              if v is not None and _OVERRIDE_KEY.search(k))
+    if solver_overrides:
+        problems.append(f"agent arguments {solver_overrides} override the tasks' timeouts or "
+                        "resources")
+    extra_args = sorted(k for k, v in (spec.task_args or {}).items()
+                        if k not in SELECTION_ARGS and v is not None)
+    if extra_args:
+        problems.append(f"task arguments {extra_args} are not allowed on the board")
+
+    tasks = board.suite_tasks(benchmark)
+    disk_digest = task_set_digest((n, t.digest) for n, t in tasks.items())
+    pin = board.config.suites[benchmark]
+    if pin.digest is not None and pin.digest != disk_digest:
+        raise RsrError(f"{board.path}: suites.{benchmark}.digest pins {pin.digest} but the "
+                       f"tasks on disk give {disk_digest}; re-pin or restore the suite")
+
+    samples = {(str(s.id), s.epoch): s for s in log.samples or []}
+    summaries = {(str(s.id), s.epoch): s for s in read_eval_log_sample_summaries(str(path))}
+    log_pairs: set[tuple[str, str]] = set()
+    for (sid, epoch), s in sorted(samples.items()):
+        meta = s.metadata or {}
+        name = str(meta.get("task_name") or sid)
+        digest = str(meta.get("task_digest"))
+        score = (s.scores or {}).get(SCORER)
+        scored_digest = (score.metadata or {}).get("task_digest") if score else None
+        if scored_digest is not None and scored_digest != digest:
+            problems.append(f"sample {sid} epoch {epoch}: verified task digest "
+                            f"{scored_digest} differs from the sample's {digest}")
+        log_pairs.add((name, digest))
+        task = tasks.get(name)
+        if task is not None:
+            _check_overrides(sid, epoch, meta, task, problems)
+        _check_sample_scores(s, summaries.get((sid, epoch)), problems)
+
+    log_digest = task_set_digest(log_pairs)
+    if log_digest != disk_digest:
+        log_digests = dict(log_pairs)
+        missing = sorted(set(tasks) - set(log_digests))
+        extra = sorted(set(log_digests) - set(tasks))
+        changed = sorted(n for n in set(tasks) & set(log_digests)
+                         if log_digests[n] != tasks[n].digest)
+        problems.append(
+            f"task set digest {log_digest} does not match the pinned suite {disk_digest}"
+            + (f"; missing tasks {missing}" if missing else "")
+            + (f"; tasks not in the suite {extra}" if extra else "")
+            + (f"; tasks with different content {changed}" if changed else "")
+        )
+    absent = [f"{n}#{e}" for n in sorted(tasks) for e in range(1, epochs + 1)
+              if (n, e) not in {(str((s.metadata or {}).get("task_name") or s.id), s.epoch)
+                                for s in samples.values()}]
+    if absent:
+        problems.append(f"{len(absent)} sample(s) missing from the log: "
+                        f"{', '.join(absent[:10])}{' ...' if len(absent) > 10 else ''}")
+    if log.results is None:
+        problems.append("header has no results")
+    else:
+        _check_header(log, problems)
+
+    if problems:
+        raise LogValidationError(path, problems)
+    ref = LogRef(file=path.name, sha256=file_sha256(path), eval_id=spec.eval_id,
+                 run_id=spec.run_id, created=str(spec.created), task=spec.task,
+                 model=spec.model, solver=spec.solver)
+    return ValidatedRun(run=run_from_log(log, path), suite_digest=disk_digest, log=ref)
+
+
+def _check_overrides(sid: str, epoch: int, meta: dict[str, Any], task: Any,
+                     problems: list[str]) -> None:
+    cfg = task.config
+    expected = {
+        "agent_timeout_sec": cfg.agent.timeout_sec,
+        "verifier_timeout_sec": cfg.verifier.timeout_sec,
+        "cpus": cfg.environment.cpus,
+        "memory_mb": cfg.environment.memory_mb,
+    }
+    for key, want in expected.items():
+        if key in meta and not _close(meta[key], want):
+            problems.append(f"sample {sid} epoch {epoch}: {key} = {meta[key]} overrides the "
+                            f"task's {want}")
+
+
+class SuiteResult(BaseModel):
+    """One suite of an entry: our metrics, computed from the validated samples."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    benchmark: str
+    suite_digest: str
+    metrics: SuiteMetrics
+    ci95: float = Field(description="1.96 x stderr of the mean pass rate")
+    log: LogRef
+
+
+class LeaderboardEntry(BaseModel):
+    """One model + harness on the board."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    model_name: str
+    harness: str
+    model: str = Field(description="the Inspect model string the logs record")
+    submitted: str
+    versions: dict[str, str]
+    suites: dict[str, SuiteResult]
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "entry"
+
+
+def build_entry(validated: list[ValidatedRun], *, model_name: str, harness: str,
+                k: int = 3) -> LeaderboardEntry:
+    if not validated:
+        raise RsrError("no logs given")
+    suites: dict[str, SuiteResult] = {}
+    models = {v.run.model for v in validated}
+    if len(models) > 1:
+        raise RsrError(f"logs come from different models {sorted(models)}; add them as "
+                       "separate entries")
+    for v in validated:
+        if v.run.benchmark in suites:
+            raise RsrError(f"two logs for suite {v.run.benchmark}: {suites[v.run.benchmark].log.file}"
+                           f" and {v.log.file}; pass one")
+        m = v.run.metrics(k=k)
+        suites[v.run.benchmark] = SuiteResult(benchmark=v.run.benchmark,
+                                              suite_digest=v.suite_digest, metrics=m,
+                                              ci95=1.96 * m.stderr, log=v.log)
+    import inspect_ai
+
+    from rsr import __version__ as rsr_version
+
+    return LeaderboardEntry(
+        id=slug(f"{model_name}-{harness}"),
+        model_name=model_name,
+        harness=harness,
+        model=models.pop(),
+        submitted=datetime.now(UTC).strftime("%Y-%m-%d"),
+        versions={"rsr": rsr_version, "inspect_ai": inspect_ai.__version__},
+        suites=suites,
+    )
+
+
+def load_entries(entries_dir: Path) -> list[LeaderboardEntry]:
+    out = []
+    for path in sorted(entries_dir.glob("*.json")):
+        try:
+            out.append(LeaderboardEntry.model_validate_json(path.read_text()))
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise TaskFormatError(path, ".".join(map(str, err["loc"])), err["msg"]) from e
+    return out
+
+
+def save_entry(entry: LeaderboardEntry, entries_dir: Path, *, replace: bool = False) -> Path:
+    entries_dir.mkdir(parents=True, exist_ok=True)
+    path = entries_dir / f"{entry.id}.json"
+    if path.exists() and not replace:
+        raise RsrError(f"{path} exists; pass --replace to overwrite the entry")
+    path.write_text(entry.model_dump_json(indent=2) + "\n")
+    return path
