@@ -10,19 +10,26 @@ from inspect_ai._util.error import PrerequisiteError
 class RsrError(PrerequisiteError):
     """A problem the user can fix; the message says how."""
 
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.args = (message,)
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
 
 class TaskFormatError(RsrError):
     """A task file is malformed; names the file and the offending field."""
 
     def __init__(self, path: str | Path, field: str | None, message: str) -> None:
+        where = f"{path}: {field}" if field else str(path)
+        super().__init__(f"{where}: {message}")
         self.path = str(path)
         self.field = field
-        self.message = message
-        where = f"{self.path}: {field}" if field else self.path
-        super().__init__(f"{where}: {message}")
+        self.reason = message
 
     def to_dict(self) -> dict[str, str | None]:
-        return {"file": self.path, "field": self.field, "message": self.message}
+        return {"file": self.path, "field": self.field, "message": self.reason}
 
 
 class DatasetLoadError(RsrError):
