@@ -21,10 +21,10 @@ def harbor_task(root: Path, name: str, *, toml: str | None = None, test_sh: str 
                 dockerfile: str = BASE_DOCKERFILE, extra: dict[str, str] | None = None) -> Path:
     d = root / name
     write(d / "instruction.md", instruction + "\n")
-    write(d / "task.toml", toml if toml is not None else """
+    write(d / "task.toml", toml if toml is not None else f"""
         schema_version = "1.1"
         [task]
-        name = "test/%s"
+        name = "test/{name}"
         [metadata]
         category = "testing"
         difficulty = "easy"
@@ -34,7 +34,7 @@ def harbor_task(root: Path, name: str, *, toml: str | None = None, test_sh: str 
         timeout_sec = 60
         [environment]
         workdir = "/app"
-        """ % name)
+        """)
     write(d / "environment" / "Dockerfile", dockerfile)
     write(d / "tests" / "test.sh", test_sh if test_sh is not None else """
         mkdir -p /logs/verifier

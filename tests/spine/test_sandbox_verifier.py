@@ -20,7 +20,8 @@ from rsr.tasks.inspect_tasks import tasks_task
 pytestmark = pytest.mark.docker
 
 
-def run(root: Path, solver: Agent, tasks: str | None = None, epochs: int = 1, log_dir: Path | None = None) -> dict[str, Any]:
+def run(root: Path, solver: Agent, tasks: str | None = None, epochs: int = 1,
+        log_dir: Path | None = None) -> dict[str, Any]:
     logs = inspect_eval(tasks_task("harbor", root, tasks, None), solver=solver, model="mockllm/model",
                         epochs=epochs, display="none", log_dir=str(log_dir or root / "_logs"))
     assert logs[0].status == "success", logs[0].error

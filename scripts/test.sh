@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The whole test suite, Docker sandboxes included (CI runs exactly this).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export RSR_REQUIRE_DOCKER=1
+.venv/bin/ruff check $(ls -d rsr tests benchmarks 2>/dev/null)
+exec .venv/bin/pytest -q -p no:cacheprovider --durations=25 "$@"
