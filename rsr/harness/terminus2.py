@@ -296,6 +296,7 @@ class TerminalHarness:
             message = await self.on_completed(observation)
             if message is None:
                 return True, False
+            self.attempt_turns = 0
             self._append(message, context=True)
             await self._maybe_compact()
             return False, False

@@ -1,0 +1,183 @@
+"""`rsr/rsrt`: Terminus 2 plus reflection on hidden verification.
+
+When the agent confirms completion (or runs out of episodes), the task's verifier runs in a
+*copy* of the sandbox: the agent's container is committed to a temporary image and the tests
+run in a fresh `--network none` container from it, which is then removed. The agent's own
+container never sees the tests, and only the pass/fail outcome reaches the agent, inside a
+reflection prompt. The run continues until a pass, the reflection limit or the wall-clock
+budget. The sample's score is still the ordinary scorer's, run on the agent's container.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from inspect_ai.agent import Agent, AgentState, agent
+from inspect_ai.log import transcript
+from inspect_ai.model import ChatMessage
+from inspect_ai.util import SandboxEnvironment, subprocess
+
+from rsr.errors import RsrError
+from rsr.harness import prompts
+from rsr.harness.container import DockerContainerSandbox
+from rsr.harness.control import user_message
+from rsr.harness.protocol import ReplyFormat
+from rsr.harness.terminus2 import (
+    OBSERVATION_LIMIT,
+    TerminalHarness,
+    Terminus2Config,
+    WaitMode,
+)
+
+
+class VerifierCopyError(RsrError):
+    """The sandbox could not be copied for a hidden verification."""
+
+
+async def _docker(*args: str, timeout: int = 600) -> str:
+    result = await subprocess(["docker", *args], timeout=timeout)
+    if not result.success:
+        raise VerifierCopyError(f"docker {args[0]} failed: {result.stderr.strip()[-500:]}")
+    return result.stdout.strip()
+
+
+async def container_id(sbx: SandboxEnvironment) -> str:
+    """The Docker container behind an Inspect docker sandbox."""
+    from inspect_ai.util._sandbox.docker.compose import compose_ps
+    from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
+
+    try:
+        docker_sbx = sbx.as_type(DockerSandboxEnvironment)
+    except TypeError as e:
+        raise VerifierCopyError(
+            "rsr/rsrt verifies in a copy of the sandbox and supports the docker sandbox only; "
+            f"this sample uses {type(sbx).__name__}") from e
+    # Private attributes of Inspect's docker sandbox: the compose project and service name.
+    project, service = docker_sbx._project, docker_sbx._service
+    for entry in await compose_ps(project, all=True):
+        if entry.get("Service") == service:
+            return str(entry["ID"])
+    raise VerifierCopyError(f"no container found for service {service!r} of {project.name}")
+
+
+async def verify_in_copy(sbx: SandboxEnvironment, metadata: dict[str, Any]) -> Any:
+    """Run the task verifier in a throwaway copy of `sbx`'s container; returns VerifierResult."""
+    from rsr.tasks.load import task_from_metadata
+    from rsr.verify.verifier import verify
+
+    task = task_from_metadata(metadata)
+    source = await container_id(sbx)
+    tag = f"rsr-rsrt-copy:{uuid.uuid4().hex[:12]}"
+    await _docker("commit", source, tag)
+    copy: str | None = None
+    try:
+        workdir = await _docker("inspect", "--format", "{{.Config.WorkingDir}}", tag)
+        limits: list[str] = []
+        if metadata.get("cpus"):
+            limits += ["--cpus", str(metadata["cpus"])]
+        if metadata.get("memory_mb"):
+            limits += ["--memory", f"{int(metadata['memory_mb'])}m"]
+        copy = await _docker(
+            "run", "-d", "--network", "none", *limits, "--entrypoint", "/bin/sh", tag,
+            "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done")
+        return await verify(task, DockerContainerSandbox(copy, workdir or "/"))
+    finally:
+        if copy is not None:
+            await subprocess(["docker", "rm", "-f", copy], timeout=120)
+        await subprocess(["docker", "rmi", "-f", tag], timeout=120)
+
+
+class RSRTHarness(TerminalHarness):
+    name = "rsrt"
+
+    def __init__(self, config: Terminus2Config, max_reflections: int,
+                 budget_minutes: float) -> None:
+        super().__init__(config)
+        self.max_reflections = max_reflections
+        self.budget_minutes = budget_minutes
+        self.verifications: list[dict[str, Any]] = []
+
+    def timeout_sec(self) -> float | None:
+        # The wall-clock budget replaces the task's agent timeout: RSRT is a data-discovery
+        # harness that is allowed to keep trying long after a normal run would stop.
+        if self.config.agent_timeout_sec is not None:
+            return self.config.agent_timeout_sec
+        return self.budget_minutes * 60
+
+    def settings(self) -> dict[str, Any]:
+        return {**super().settings(), "max_reflections": self.max_reflections,
+                "budget_minutes": self.budget_minutes}
+
+    def result_extra(self) -> dict[str, Any]:
+        return {"verifications": self.verifications}
+
+    async def on_completed(self, terminal_state: str) -> ChatMessage | None:
+        return await self._verify_and_reflect(terminal_state, "completed")
+
+    async def on_exhausted(self, terminal_state: str) -> ChatMessage | None:
+        return await self._verify_and_reflect(terminal_state, "max_episodes")
+
+    async def _verify_and_reflect(self, terminal_state: str, trigger: str) -> ChatMessage | None:
+        assert self._sbx is not None
+        started = time.monotonic()
+        result = await verify_in_copy(self._sbx, self.metadata)
+        record = {"turn": self.turn, "trigger": trigger, "passed": result.passed,
+                  "reward": result.reward, "seconds": round(time.monotonic() - started, 2)}
+        self.verifications.append(record)
+        # Only the outcome is logged: test output stays out of the log's agent-facing parts.
+        transcript().info(record, source="rsr/rsrt hidden verification")
+        if result.passed:
+            self.end_reason = "verified"
+            return None
+        if len(self.verifications) > self.max_reflections:
+            self.end_reason = "reflection_limit"
+            return None
+        attempt = len(self.verifications)
+        text = prompts.render(prompts.REFLECTION, self.config.prompt_version, attempt=attempt,
+                              limit=self.max_reflections + 1,
+                              terminal_state=terminal_state.rstrip("\n"))
+        body = terminal_state.rstrip("\n")
+        return user_message(text, "reflection", self.name, turn=self.turn, public=body,
+                            control_parts=[text])
+
+
+@agent
+def rsrt(
+    budget_minutes: float = 180,
+    max_reflections: int = 5,
+    max_episodes: int = 200,
+    temperature: float | None = None,
+    reply_format: ReplyFormat = "json",
+    context_window: int | None = None,
+    summarise_free_tokens: int = 8_000,
+    wait_mode: WaitMode = "fixed",
+    observation_limit: int = OBSERVATION_LIMIT,
+    agent_timeout_sec: float | None = None,
+) -> Agent:
+    """Terminus 2 with hidden verification in a sandbox copy and reflection on failure.
+
+    Args:
+        budget_minutes: Wall-clock budget of the whole run (replaces the task's agent timeout).
+        max_reflections: Failed verifications answered with a reflection prompt before the
+            run stops.
+        max_episodes: Model turns per attempt; exhausting them also triggers verification.
+        temperature: Sampling temperature; None leaves the provider's default. Recorded.
+        reply_format: "json" or "xml".
+        context_window: Context size in tokens; None uses the model's known context length.
+        summarise_free_tokens: Summarise when fewer free tokens than this remain.
+        wait_mode: "fixed" or "adaptive" waiting after each command. Recorded.
+        observation_limit: Bytes of terminal output kept per observation (head and tail).
+        agent_timeout_sec: Hard time limit overriding budget_minutes (tests, debugging).
+    """
+    config = Terminus2Config(
+        max_episodes=max_episodes, temperature=temperature, reply_format=reply_format,
+        context_window=context_window, summarise_free_tokens=summarise_free_tokens,
+        wait_mode=wait_mode, observation_limit=observation_limit,
+        agent_timeout_sec=agent_timeout_sec)
+
+    async def execute(state: AgentState) -> AgentState:
+        return await RSRTHarness(config, max_reflections, budget_minutes)(state)
+
+    return execute

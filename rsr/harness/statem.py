@@ -1,0 +1,166 @@
+"""`rsr/statem`: the terminal harness with an explicit, checked workflow state machine.
+
+States: understand -> plan -> act -> verify -> done. Each reply names `next_state`; a move is
+accepted only if it is an allowed edge *and* its check holds. The machine lives in the harness
+(not in the conversation), so it survives summarisation; it is shown with every observation.
+
+The checks:
+- the edges force a plan before any act or verify (understand -> plan -> act -> verify);
+- done needs a verify turn with commands whose output the model has already seen, and that
+  came after the last change. Any turn whose commands ran outside `verify` counts as a change.
+- task_complete is honoured only in `done`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from inspect_ai.agent import Agent, AgentState, agent
+
+from rsr.harness import prompts
+from rsr.harness.protocol import Reply, ReplyFormat, StateMReply
+from rsr.harness.terminus2 import (
+    OBSERVATION_LIMIT,
+    TerminalHarness,
+    Terminus2Config,
+    WaitMode,
+)
+
+State = Literal["understand", "plan", "act", "verify", "done"]
+STATES: tuple[State, ...] = ("understand", "plan", "act", "verify", "done")
+
+EDGES: dict[State, tuple[State, ...]] = {
+    "understand": ("understand", "plan"),
+    "plan": ("plan", "understand", "act"),
+    "act": ("act", "plan", "verify"),
+    "verify": ("verify", "act", "plan", "done"),
+    "done": ("done", "act", "verify"),
+}
+
+
+@dataclass
+class Workflow:
+    """The state machine and the evidence its checks use (turn numbers of the main loop)."""
+
+    state: State = "understand"
+    history: list[tuple[State, int]] = field(default_factory=lambda: [("understand", 0)])
+    last_change_turn: int = -1
+    verify_turns: list[int] = field(default_factory=list)
+    refusals: int = 0
+
+    def check(self, target: str, turn: int) -> str | None:
+        """Why the move to `target` at `turn` is refused, or None when it is accepted."""
+        if target not in STATES:
+            return f"unknown state {target!r}; states are {', '.join(STATES)}"
+        if target not in EDGES[self.state]:
+            return (f"{self.state} -> {target} is not an allowed move; from {self.state} you "
+                    f"may go to {', '.join(EDGES[self.state])}")
+        if target == "done" and self.state != "done":
+            seen = [t for t in self.verify_turns if self.last_change_turn < t < turn]
+            if not seen:
+                return ("done needs a verify turn whose output you have seen and that came "
+                        "after your last change; run verification commands in verify first")
+        return None
+
+    def move(self, target: State, turn: int) -> None:
+        if target != self.state:
+            self.history.append((target, turn))
+        self.state = target
+
+    def record_commands(self, turn: int, had_commands: bool) -> None:
+        if not had_commands:
+            return
+        if self.state == "verify":
+            self.verify_turns.append(turn)
+        else:
+            self.last_change_turn = turn
+
+    def history_text(self) -> str:
+        return " > ".join(f"{state}@{turn}" for state, turn in self.history[-12:])
+
+    def display(self, note: str = "") -> str:
+        return prompts.render(prompts.STATEM_DISPLAY, state=self.state,
+                              history=self.history_text(),
+                              allowed=", ".join(EDGES[self.state]),
+                              note=f"\n[workflow] {note}" if note else "").rstrip("\n")
+
+
+class StateMHarness(TerminalHarness):
+    name = "statem"
+    reply_model = StateMReply
+
+    def __init__(self, config: Terminus2Config) -> None:
+        super().__init__(config)
+        self.workflow = Workflow()
+        self._note = ""
+
+    def extra_instructions(self) -> str:
+        transitions = "; ".join(f"{s} -> {', '.join(t)}" for s, t in EDGES.items())
+        return prompts.render(prompts.STATEM, self.config.prompt_version,
+                              transitions=transitions).rstrip("\n")
+
+    def review(self, reply: Reply) -> tuple[bool, list[str]]:
+        assert isinstance(reply, StateMReply)
+        target = (reply.next_state or self.workflow.state).strip().lower()
+        refusal = self.workflow.check(target, self.turn)
+        if refusal is None:
+            self.workflow.move(target, self.turn)  # type: ignore[arg-type]
+            self._note = ""
+        else:
+            self.workflow.refusals += 1
+            self._note = f"move to {target} refused: {refusal}. You stay in {self.workflow.state}."
+        notes: list[str] = []
+        allowed = self.workflow.state == "done"
+        if reply.task_complete and not allowed:
+            self._note += (" " if self._note else "") + (
+                f"task_complete ignored: completion is only accepted in done "
+                f"(you are in {self.workflow.state}).")
+        return allowed, notes
+
+    def after_turn(self, reply: Reply) -> None:
+        self.workflow.record_commands(self.turn, bool(reply.commands))
+
+    def display(self) -> str:
+        note, self._note = self._note, ""
+        return self.workflow.display(note)
+
+    def result_extra(self) -> dict[str, object]:
+        return {"final_state": self.workflow.state,
+                "state_history": [[s, t] for s, t in self.workflow.history],
+                "refusals": self.workflow.refusals}
+
+
+@agent
+def statem(
+    max_episodes: int = 200,
+    temperature: float | None = None,
+    reply_format: ReplyFormat = "json",
+    context_window: int | None = None,
+    summarise_free_tokens: int = 8_000,
+    wait_mode: WaitMode = "fixed",
+    observation_limit: int = OBSERVATION_LIMIT,
+    agent_timeout_sec: float | None = None,
+) -> Agent:
+    """Terminal harness with a persistent, checked workflow state machine.
+
+    Args:
+        max_episodes: Model turns before the run stops.
+        temperature: Sampling temperature; None leaves the provider's default. Recorded.
+        reply_format: "json" or "xml" (both carry a `next_state` field).
+        context_window: Context size in tokens; None uses the model's known context length.
+        summarise_free_tokens: Summarise when fewer free tokens than this remain.
+        wait_mode: "fixed" or "adaptive" waiting after each command. Recorded.
+        observation_limit: Bytes of terminal output kept per observation (head and tail).
+        agent_timeout_sec: Override of the task's agent timeout (invalid for leaderboards).
+    """
+    config = Terminus2Config(
+        max_episodes=max_episodes, temperature=temperature, reply_format=reply_format,
+        context_window=context_window, summarise_free_tokens=summarise_free_tokens,
+        wait_mode=wait_mode, observation_limit=observation_limit,
+        agent_timeout_sec=agent_timeout_sec)
+
+    async def execute(state: AgentState) -> AgentState:
+        return await StateMHarness(config)(state)
+
+    return execute

@@ -1,0 +1,146 @@
+"""rsr/terminus2 on real core tasks in Docker, with a scripted model."""
+
+from __future__ import annotations
+
+import pytest
+from harness_scripted import (
+    WRITE_HELLO,
+    WRITE_WRONG,
+    kinds,
+    output,
+    passed,
+    reply,
+    run,
+    task_copy,
+)
+from inspect_ai.model import ModelOutput
+
+from rsr.harness import prompts
+from rsr.harness.control import turn_meta
+from rsr.harness.terminus2 import STORE_RESULT, STORE_SETTINGS, terminus2
+
+pytestmark = pytest.mark.docker
+
+
+def test_terminus2_passes_hello_world_after_double_confirmation():
+    sample = run(terminus2(wait_mode="adaptive", temperature=0.3), [
+        reply(WRITE_HELLO),
+        reply(("cat /app/hello.txt\n", 1.0), complete=True),
+        reply(complete=True),
+    ])
+    assert passed(sample) == 1.0
+    assert kinds(sample) == ["first_prompt", "reply", "observation", "reply", "confirm",
+                             "reply"]
+    # The first task_complete was answered with the terminal state and a question, not ended.
+    confirm = sample.messages[4]
+    assert "Hello, world!" in confirm.text and "Are you sure?" in confirm.text
+    assert turn_meta(confirm).public.strip().endswith("#")  # observation without the question
+    settings = sample.store[STORE_SETTINGS]
+    assert settings["temperature"] == 0.3 and settings["wait_mode"] == "adaptive"
+    assert settings["prompt_version"] == prompts.PROMPT_VERSION
+    assert sample.store[STORE_RESULT]["end_reason"] == "completed"
+    first = sample.messages[0].text
+    assert "Create a file /app/hello.txt" in first and "Current terminal state:" in first
+
+
+def test_terminus2_failing_run_is_scored_as_failure():
+    sample = run(terminus2(wait_mode="adaptive"), [
+        reply(WRITE_WRONG), reply(complete=True), reply(complete=True)])
+    assert sample.error is None
+    assert passed(sample) == 0.0
+
+
+def test_terminus2_recovers_from_parse_errors_and_autocorrects():
+    truncated = reply(WRITE_HELLO)[:-1]  # missing the final brace: auto-corrected
+    sample = run(terminus2(wait_mode="adaptive"), [
+        "I will now write the file, here is my plan without JSON.",
+        truncated,
+        reply(complete=True),
+        reply(complete=True),
+    ])
+    assert kinds(sample)[:5] == ["first_prompt", "invalid_reply", "parse_error", "reply",
+                                 "observation"]
+    assert "No JSON object found" in sample.messages[2].text
+    assert "Auto-corrected" in sample.messages[4].text
+    assert passed(sample) == 1.0
+
+
+def test_terminus2_withdrawn_completion_keeps_working():
+    sample = run(terminus2(wait_mode="adaptive"), [
+        reply(complete=True),          # premature: asked to confirm
+        reply(WRITE_HELLO),            # withdraws and works instead
+        reply(complete=True),
+        reply(complete=True),
+    ])
+    assert kinds(sample).count("confirm") == 2
+    assert passed(sample) == 1.0
+
+
+def test_terminus2_xml_replies_are_executed():
+    xml = ("<response><analysis>a</analysis><plan>p</plan><commands>"
+           "<keystrokes duration=\"1\">echo 'Hello, world!' > /app/hello.txt\n</keystrokes>"
+           "</commands><task_complete>true</task_complete></response>")
+    sample = run(terminus2(reply_format="xml", wait_mode="adaptive"), [xml, xml])
+    assert "<response>" in sample.messages[0].text
+    assert passed(sample) == 1.0
+
+
+def test_terminus2_enforces_task_agent_timeout_then_scores(tmp_path):
+    root = task_copy(tmp_path, **{"[agent]\ntimeout_sec = 300": "[agent]\ntimeout_sec = 4"})
+    sample = run(terminus2(wait_mode="fixed"), [
+        reply(("sleep 30\n", 20.0)), reply(WRITE_HELLO), reply(complete=True)], root=root)
+    assert sample.error is None
+    assert sample.store[STORE_RESULT]["end_reason"] == "agent_timeout"
+    assert sample.store[STORE_RESULT]["elapsed_sec"] < 15
+    assert passed(sample) == 0.0
+
+
+def _summarising_model(turns: list[str], overflow_over: int | None = None):
+    """Answers summary/question/answer requests; otherwise plays `turns` in order.
+
+    Reports input tokens as characters/4 (so the harness sees real context growth) and, with
+    `overflow_over`, fails like a provider whose context is that many characters.
+    """
+    script = iter(turns)
+
+    def generate(messages, tools, tool_choice, config) -> ModelOutput:
+        size = sum(len(m.text) for m in messages)
+        if overflow_over is not None and size > overflow_over:
+            return output("", input_tokens=size // 4, stop_reason="model_length")
+        last = messages[-1].text
+        if "hand-over summary" in last:
+            text = "I wrote nothing yet; /app exists. Next: write /app/hello.txt."
+        elif "list up to five questions" in last:
+            text = "1. Does /app/hello.txt exist yet?"
+        elif "operator who takes over" in last:
+            text = "1. No, it does not exist yet."
+        else:
+            text = next(script)
+        return output(text, input_tokens=size // 4)
+
+    return generate
+
+
+def test_terminus2_summarises_and_hands_off_under_small_context():
+    # The first prompt is ~650 tokens; a long listing pushes free context under 250 tokens.
+    turns = [reply(("ls -la /\n", 0.5)), reply(WRITE_HELLO), reply(complete=True),
+             reply(complete=True)]
+    sample = run(terminus2(wait_mode="adaptive", context_window=1100,
+                           summarise_free_tokens=250), _summarising_model(turns))
+    found = kinds(sample)
+    assert "handoff" in found and "summary" in found and "answers" in found
+    handoff = sample.messages[found.index("handoff")]
+    assert "I wrote nothing yet" in handoff.text and "Does /app/hello.txt" in handoff.text
+    assert sample.store[STORE_RESULT]["compactions"]
+    assert passed(sample) == 1.0
+
+
+def test_terminus2_degrades_on_context_length_errors_instead_of_failing():
+    turns = [reply(("ls /usr/bin\n", 0.5)), reply(WRITE_HELLO), reply(complete=True),
+             reply(complete=True)]
+    # The first prompt fits; the first observation (a long listing) overflows the context.
+    sample = run(terminus2(wait_mode="adaptive"), _summarising_model(turns, 9000))
+    assert sample.error is None
+    compactions = sample.store[STORE_RESULT]["compactions"]
+    assert compactions and "context-length error" in compactions[0]["reason"]
+    assert passed(sample) == 1.0
