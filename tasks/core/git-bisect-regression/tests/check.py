@@ -1,0 +1,63 @@
+"""Checks the reported culprit, that main gained exactly one clean revert of it, and that the
+tests pass on the new main."""
+import os
+import shutil
+import subprocess
+import sys
+
+# The image builds the history with fixed dates and authors, so these ids are reproducible.
+CULPRIT = "66555c52c62ab9610acbdc58574842aa6c88fb20"   # "Simplify to_cents" (commit 41)
+ORIG_TIP = "92c3dce233827dbc3784517e48f563eec73826eb"
+REPO = "/app/ledger"
+subprocess.run(["git", "config", "--global", "--add", "safe.directory", "*"])
+fails = []
+
+
+def git(*a, cwd=REPO):
+    return subprocess.run(["git", *a], cwd=cwd, capture_output=True, text=True)
+
+
+try:
+    reported = open("/app/first_bad_commit.txt").read().strip()
+except OSError:
+    reported = ""
+if reported != CULPRIT:
+    fails.append(f"/app/first_bad_commit.txt says {reported[:60]!r}, which is not the first bad commit")
+
+head = git("rev-parse", "refs/heads/main").stdout.strip()
+parent = git("rev-parse", "refs/heads/main^").stdout.strip()
+if parent != ORIG_TIP:
+    fails.append("main is not exactly one new commit on top of the original main")
+msg = git("log", "-1", "--format=%s", "refs/heads/main").stdout.strip()
+if msg != 'Revert "Simplify to_cents"':
+    fails.append(f"new commit message is {msg!r}, expected git revert's default")
+# Expected tree: the original tip with the culprit reverted.
+shutil.rmtree("/tmp/ledger_ref", ignore_errors=True)
+git("clone", "-q", "--no-checkout", REPO, "/tmp/ledger_ref", cwd="/tmp")
+ref = "/tmp/ledger_ref"
+git("checkout", "-q", ORIG_TIP, cwd=ref)
+r = git("-c", "user.name=t", "-c", "user.email=t@t", "revert", "--no-edit", CULPRIT, cwd=ref)
+exp_tree = git("rev-parse", "HEAD^{tree}", cwd=ref).stdout.strip()
+got_tree = git("rev-parse", "refs/heads/main^{tree}").stdout.strip()
+if r.returncode != 0 or not exp_tree or got_tree != exp_tree:
+    fails.append("the new commit's content is not exactly the revert of the first bad commit")
+if git("symbolic-ref", "-q", "HEAD").stdout.strip() != "refs/heads/main":
+    fails.append("main is not checked out")
+if git("status", "--porcelain", "--untracked-files=no").stdout.strip():
+    fails.append("working tree has uncommitted changes")
+if os.path.exists(f"{REPO}/.git/BISECT_LOG") or os.path.exists(f"{REPO}/.git/BISECT_START"):
+    fails.append("a bisect session is still in progress")
+# Tests pass on a clean export of the new main.
+shutil.rmtree("/tmp/ledger_head", ignore_errors=True)
+git("worktree", "prune")
+r = subprocess.run(f"mkdir -p /tmp/ledger_head && git -C {REPO} archive refs/heads/main | tar -x -C /tmp/ledger_head",
+                   shell=True, capture_output=True, text=True)
+r = subprocess.run(["python3", "-m", "unittest", "discover", "-s", "tests"], cwd="/tmp/ledger_head",
+                   capture_output=True, text=True, timeout=60)
+if r.returncode != 0:
+    fails.append(f"unit tests fail on the new main: {r.stderr[-400:]}")
+for f in fails:
+    print("FAIL", f)
+if fails:
+    sys.exit(1)
+print("PASS")
