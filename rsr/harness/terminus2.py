@@ -6,6 +6,7 @@ The model drives a tmux session in the sample's sandbox through JSON (or XML) re
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from datetime import UTC, datetime
@@ -14,7 +15,14 @@ from typing import Any, Literal
 import anyio
 from inspect_ai.agent import Agent, AgentState, agent
 from inspect_ai.log import transcript
-from inspect_ai.model import ChatMessage, GenerateConfig, Model, ModelOutput, get_model
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageSystem,
+    GenerateConfig,
+    Model,
+    ModelOutput,
+    get_model,
+)
 from inspect_ai.solver._task_state import sample_state
 from inspect_ai.util import SandboxEnvironment, sandbox, span, store
 from pydantic import BaseModel, ConfigDict, Field
@@ -60,6 +68,10 @@ class Terminus2Config(BaseModel):
     agent_timeout_sec: float | None = Field(
         None, gt=0, description="Override of the task's agent timeout (not for leaderboards).")
     prompt_version: str = Field(prompts.PROMPT_VERSION, description="Template version.")
+    private_guidance: str | None = Field(
+        None, description="Text put before the conversation in every model call as a system "
+                          "message and never recorded in the run's messages (RSR executor "
+                          "runbooks). Logs record only its sha256.")
 
 
 def cap_observation(text: str, limit: int = OBSERVATION_LIMIT) -> str:
@@ -143,7 +155,10 @@ class TerminalHarness:
             "harness_version": HARNESS_VERSION,
             "prompt_version": self.config.prompt_version,
             "prompt_digest": prompts.prompt_digest(self.config.prompt_version),
-            **self.config.model_dump(),
+            **self.config.model_dump(exclude={"private_guidance"}),
+            "private_guidance_sha256": (
+                hashlib.sha256(self.config.private_guidance.encode()).hexdigest()
+                if self.config.private_guidance else None),
             "context_window_resolved": self.context_window(),
             "agent_timeout_resolved_sec": self.deadline_sec,
         }
@@ -358,6 +373,9 @@ class TerminalHarness:
     async def _generate(self, messages: list[ChatMessage]) -> ModelOutput:
         assert self._model is not None
         config = GenerateConfig(temperature=self.config.temperature)
+        if self.config.private_guidance:
+            # Only the model call sees the guidance: self.messages (the public history) never does.
+            messages = [ChatMessageSystem(content=self.config.private_guidance), *messages]
         try:
             output = await self._model.generate(messages, config=config)
         except Exception as e:
@@ -441,6 +459,7 @@ def terminus2(
     wait_mode: WaitMode = "fixed",
     observation_limit: int = OBSERVATION_LIMIT,
     agent_timeout_sec: float | None = None,
+    private_guidance: str | None = None,
 ) -> Agent:
     """Terminus 2-style terminal harness over tmux.
 
@@ -454,12 +473,14 @@ def terminus2(
             soon as the shell is idle again, never later than the duration. Recorded.
         observation_limit: Bytes of terminal output kept per observation (head and tail).
         agent_timeout_sec: Override of the task's agent timeout (invalid for leaderboards).
+        private_guidance: Text the model sees before the conversation in every call but
+            which is never part of the recorded messages (the RSR executor's runbook).
     """
     config = Terminus2Config(
         max_episodes=max_episodes, temperature=temperature, reply_format=reply_format,
         context_window=context_window, summarise_free_tokens=summarise_free_tokens,
         wait_mode=wait_mode, observation_limit=observation_limit,
-        agent_timeout_sec=agent_timeout_sec)
+        agent_timeout_sec=agent_timeout_sec, private_guidance=private_guidance)
 
     async def execute(state: AgentState) -> AgentState:
         return await TerminalHarness(config)(state)
