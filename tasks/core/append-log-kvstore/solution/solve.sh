@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+cp /solution/kv.py /app/kv.py
