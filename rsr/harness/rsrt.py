@@ -138,7 +138,9 @@ class RSRTHarness(TerminalHarness):
         text = prompts.render(prompts.REFLECTION, self.config.prompt_version, attempt=attempt,
                               limit=self.max_reflections + 1,
                               terminal_state=terminal_state.rstrip("\n"))
-        body = terminal_state.rstrip("\n")
+        # After a confirmed completion the reflection stands where the next observation would;
+        # after exhausted episodes the last observation is already in the conversation.
+        body = terminal_state.rstrip("\n") if trigger == "completed" else None
         return user_message(text, "reflection", self.name, turn=self.turn, public=body,
                             control_parts=[text])
 

@@ -1,0 +1,35 @@
+"""`rsr trajectories ...`: export harness runs from Inspect logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(help="Export harness trajectories from Inspect logs.", no_args_is_help=True)
+
+
+@app.command()
+def export(
+    logs: list[Path] = typer.Argument(..., help="Inspect .eval/.json logs of rsr harness runs."),
+    fmt: str = typer.Option("atif", "--format", help="atif (one JSON file per sample) or "
+                            "messages (messages.jsonl, one training row per sample)."),
+    out: Path = typer.Option(..., "--out", help="Output directory (created if missing)."),
+    only: str = typer.Option("all", "--only", help="all, passed or failed samples."),
+    keep: list[str] = typer.Option([], "--keep", help="messages: control kinds to keep "
+                                   "verbatim (e.g. --keep confirm)."),
+) -> None:
+    """Write ATIF trajectories or public messages; API keys and env secrets are redacted."""
+    from rsr.errors import RsrError
+    from rsr.trajectories.export import export_logs
+
+    if fmt not in ("atif", "messages"):
+        raise RsrError(f"--format must be atif or messages, not {fmt!r}")
+    if only not in ("all", "passed", "failed"):
+        raise RsrError(f"--only must be all, passed or failed, not {only!r}")
+    summary = export_logs(logs, fmt, out, only, tuple(keep))  # type: ignore[arg-type]
+    console = Console()
+    console.print(f"{summary.written} of {summary.samples} samples written to {out} "
+                  f"({summary.skipped_outcome} filtered by --only, "
+                  f"{summary.skipped_not_harness} not from an rsr harness)")

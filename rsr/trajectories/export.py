@@ -1,0 +1,117 @@
+"""`rsr trajectories export`: Inspect logs -> ATIF files or a messages JSONL."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from inspect_ai.log import EvalLog, EvalSample, read_eval_log, read_eval_log_samples
+
+from rsr.errors import RsrError
+from rsr.harness.terminus2 import STORE_RESULT, STORE_SETTINGS
+from rsr.trajectories.atif import to_atif
+from rsr.trajectories.messages import public_messages
+from rsr.trajectories.redact import environment_secrets, redact
+
+ExportFormat = Literal["atif", "messages"]
+Outcome = Literal["all", "passed", "failed"]
+
+
+@dataclass
+class ExportSummary:
+    samples: int = 0
+    written: int = 0
+    skipped_outcome: int = 0
+    skipped_not_harness: int = 0
+    files: list[Path] | None = None
+
+
+def sample_passed(sample: EvalSample) -> bool | None:
+    if not sample.scores:
+        return None
+    value = next(iter(sample.scores.values())).value
+    if isinstance(value, dict):
+        return float(value.get("passed", value.get("reward", 0)) or 0) >= 1.0
+    try:
+        return float(value) >= 1.0  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def messages_row(sample: EvalSample, log: EvalLog, log_path: str,
+                 keep: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One training row (the `rsr.training.data.TrajectoryRow` schema plus provenance)."""
+    public = public_messages(sample, keep=keep)
+    settings = sample.store.get(STORE_SETTINGS) or {}
+    result = sample.store.get(STORE_RESULT) or {}
+    score = next(iter(sample.scores.values())).value if sample.scores else None
+    reward = score.get("reward") if isinstance(score, dict) else None
+    usage = [((m.metadata or {}).get("rsr") or {}).get("usage", {}) for m in sample.messages]
+    metadata = sample.metadata or {}
+    return {
+        "messages": public.messages,
+        "task": metadata.get("task_name", str(sample.id)),
+        "suite": metadata.get("suite"),
+        "source_harness": settings.get("harness"),
+        "source_trajectory": f"{log_path}#{sample.id}/{sample.epoch}",
+        "reward": reward,
+        "passed": sample_passed(sample),
+        "turns": result.get("turns"),
+        "tokens": sum(u.get("total_tokens", 0) for u in usage),
+        "model": log.eval.model,
+        "epoch": sample.epoch,
+        "task_digest": metadata.get("task_digest"),
+        "prompt_version": settings.get("prompt_version"),
+        "end_reason": result.get("end_reason"),
+        "removed": [r.model_dump() for r in public.removed],
+    }
+
+
+def _samples(path: Path) -> Iterator[EvalSample]:
+    yield from read_eval_log_samples(str(path), all_samples_required=False)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def export_logs(logs: list[Path], fmt: ExportFormat, out: Path, outcome: Outcome = "all",
+                keep: tuple[str, ...] = ()) -> ExportSummary:
+    summary = ExportSummary(files=[])
+    secrets = environment_secrets()
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    for path in logs:
+        if not path.exists():
+            raise RsrError(f"{path}: log file not found")
+        header = read_eval_log(str(path), header_only=True)
+        for sample in _samples(path):
+            summary.samples += 1
+            if not sample.store.get(STORE_SETTINGS):
+                summary.skipped_not_harness += 1
+                continue
+            ok = sample_passed(sample)
+            if (outcome == "passed" and ok is not True) or (outcome == "failed" and ok is True):
+                summary.skipped_outcome += 1
+                continue
+            if fmt == "atif":
+                data = redact(to_atif(sample, header).model_dump(mode="json",
+                                                                 exclude_none=True), secrets)
+                name = f"{_safe(str(sample.id))}.epoch{sample.epoch}.{path.stem}.json"
+                target = out / name
+                target.write_text(json.dumps(data, indent=2) + "\n")
+                summary.files.append(target)  # type: ignore[union-attr]
+            else:
+                rows.append(redact(messages_row(sample, header, str(path), keep), secrets))
+            summary.written += 1
+    if fmt == "messages":
+        target = out / "messages.jsonl"
+        with target.open("w") as f:
+            for row in rows:
+                f.write(json.dumps(row) + "\n")
+        summary.files.append(target)  # type: ignore[union-attr]
+    return summary
