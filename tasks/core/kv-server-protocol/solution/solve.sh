@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+install -m 0755 /solution/kvserver.py /app/kvserver
