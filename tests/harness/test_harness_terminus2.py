@@ -13,7 +13,9 @@ from harness_scripted import (
     run,
     task_copy,
 )
-from inspect_ai.model import ModelOutput
+from inspect_ai import eval as inspect_eval
+from inspect_ai.model import ModelOutput, get_model
+from inspect_ai.solver import SolverSpec
 
 from rsr.harness import prompts
 from rsr.harness.control import turn_meta
@@ -76,12 +78,19 @@ def test_terminus2_withdrawn_completion_keeps_working():
     assert passed(sample) == 1.0
 
 
-def test_terminus2_xml_replies_are_executed():
+def test_terminus2_xml_replies_run_through_the_registered_solver_name(tmp_path):
     xml = ("<response><analysis>a</analysis><plan>p</plan><commands>"
            "<keystrokes duration=\"1\">echo 'Hello, world!' > /app/hello.txt\n</keystrokes>"
            "</commands><task_complete>true</task_complete></response>")
-    sample = run(terminus2(reply_format="xml", wait_mode="adaptive"), [xml, xml])
+    model = get_model("mockllm/model", custom_outputs=[output(xml), output(xml)])
+    args = {"reply_format": "xml", "wait_mode": "adaptive"}  # as `-S key=value` on the CLI
+    logs = inspect_eval("rsr/core", task_args={"tasks": "hello-world"},
+                        solver=SolverSpec("rsr/terminus2", args, args_passed=args),
+                        model=model, display="none", log_dir=str(tmp_path))
+    sample = logs[0].samples[0]
+    assert logs[0].eval.solver == "rsr/terminus2"
     assert "<response>" in sample.messages[0].text
+    assert sample.store[STORE_SETTINGS]["reply_format"] == "xml"
     assert passed(sample) == 1.0
 
 

@@ -1,0 +1,105 @@
+"""TmuxSession against a real container of a core task image."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+
+import pytest
+from harness_scripted import CORE
+
+from rsr.harness.container import DockerContainerSandbox
+from rsr.harness.tmux import SEND_CHUNK_CHARS, TmuxSession
+from rsr.harness.tmux_install import TmuxUnavailableError, ensure_tmux
+from rsr.sandbox.compose import image_tag
+from rsr.tasks.load import load_task
+
+pytestmark = pytest.mark.docker
+
+
+def _container(image: str) -> str:
+    return subprocess.run(
+        ["docker", "run", "-d", "--rm", "--network", "none", image, "sleep", "600"],
+        check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def container():
+    task = load_task(CORE / "hello-world")
+    tag = image_tag(task)
+    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode:
+        subprocess.run(["docker", "build", "--network", "host", "-t", tag,
+                        str(task.paths.environment_dir)], check=True, capture_output=True)
+    cid = _container(tag)
+    yield cid
+    subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
+
+
+@pytest.fixture
+async def session(container):
+    tmux = TmuxSession(DockerContainerSandbox(container, "/app"), name=f"t{uuid.uuid4().hex[:6]}",
+                       cwd="/app")
+    await tmux.start()
+    await tmux.read_new()
+    yield tmux
+    await tmux.sbx.exec(["tmux", "kill-session", "-t", tmux.name])
+
+
+async def test_tmux_sends_keystrokes_verbatim_including_trailing_semicolons(session):
+    await session.send_keys("echo 'a;b' \"$((1+2))\";")
+    await session.send_keys("\n")
+    await session.wait(5, adaptive=True)
+    out = await session.read_new()
+    assert "a;b 3" in out
+
+
+async def test_tmux_read_new_returns_only_output_since_last_read(session):
+    await session.send_keys("echo first-marker\n")
+    await session.wait(5, adaptive=True)
+    assert "first-marker" in await session.read_new()
+    await session.send_keys("echo second-marker\n")
+    await session.wait(5, adaptive=True)
+    second = await session.read_new()
+    assert "second-marker" in second and "first-marker" not in second
+
+
+async def test_tmux_read_new_falls_back_to_screen_after_clear(session):
+    await session.send_keys("echo before-clear\n")
+    await session.wait(5, adaptive=True)
+    await session.read_new()
+    await session.send_keys("clear; echo after-clear\n")
+    await session.wait(5, adaptive=True)
+    out = await session.read_new()
+    assert "after-clear" in out and "before-clear" not in out
+
+
+async def test_tmux_adaptive_wait_returns_when_the_shell_is_idle(session):
+    await session.send_keys("sleep 1\n")
+    waited = await session.wait(10, adaptive=True)
+    assert waited.idle and 0.9 < waited.waited < 4
+
+
+async def test_tmux_adaptive_wait_never_exceeds_duration_while_busy(session):
+    await session.send_keys("sleep 8\n")
+    waited = await session.wait(1.0, adaptive=True)
+    assert not waited.idle and waited.waited < 3
+    await session.send_keys("C-c")                      # a tmux key name, not text
+    after = await session.wait(5, adaptive=True)
+    assert after.idle and after.waited < 3
+    assert "^C" in await session.read_new()
+
+
+async def test_tmux_long_input_arrives_intact(session):
+    payload = "x" * (SEND_CHUNK_CHARS * 2 + 123)
+    await session.send_keys(f"echo {payload} | wc -c\n")
+    await session.wait(10, adaptive=True)
+    assert f"{len(payload) + 1}" in await session.read_new()
+
+
+async def test_ensure_tmux_fails_clearly_without_tmux_and_network():
+    cid = _container("debian:bookworm-slim")
+    try:
+        with pytest.raises(TmuxUnavailableError, match="no network to install"):
+            await ensure_tmux(DockerContainerSandbox(cid), allow_internet=False, task="bare")
+    finally:
+        subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
