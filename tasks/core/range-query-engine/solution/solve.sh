@@ -1,0 +1,4 @@
+#!/bin/bash
+set -e
+cp /solution/rq.c /app/rq.c
+gcc -O2 -o /app/rq /app/rq.c
