@@ -266,33 +266,46 @@ def _check_sample_scores(sample: Any, summary: Any | None, problems: list[str]) 
                             f"summary {None if s is None else s.value}")
 
 
-_REWARD_READ = re.compile(r"cat /logs/verifier/reward\.(json|txt)")
+_REWARD_FILE = re.compile(r"/logs/verifier\b.*reward\.(json|txt)|reward\.(json|txt).*"
+                          r"/logs/verifier\b", re.S)
+
+
+def _reward_read(event: Any) -> tuple[str, str] | None:
+    """(kind, file text) if this sandbox event is the verifier reading the reward file.
+
+    Two shapes are recognised: `cat /logs/verifier/reward.<kind>` and a probe that prints
+    the kind (`json`/`txt`) on its first line followed by the file.
+    """
+    if event.event != "sandbox" or event.action != "exec" or event.result != 0:
+        return None
+    cmd, out = event.cmd or "", event.output or ""
+    m = _REWARD_FILE.search(cmd)
+    if m is None or not out.strip():
+        return None
+    first, _, rest = out.partition("\n")
+    if first.strip() in ("json", "txt"):
+        return first.strip(), rest
+    if "cat" in cmd and "if [" not in cmd:
+        return (m.group(1) or m.group(2)), out
+    return None
 
 
 def _check_reward_read(sample: Any, score: Any, where: str, problems: list[str]) -> None:
     """The reward metrics in the score metadata must be what the transcript shows the
     verifier reading from the reward file inside the sandbox."""
-    reads = [e for e in sample.events
-             if e.event == "sandbox" and e.action == "exec" and e.result == 0
-             and e.cmd and _REWARD_READ.search(e.cmd)]
+    from rsr.verify.verifier import parse_reward
+
     if (score.metadata or {}).get("error"):
         return
+    reads = [r for r in map(_reward_read, sample.events) if r is not None]
     if not reads:
         problems.append(f"{where}: transcript shows no read of the reward file")
         return
-    last = reads[-1]
-    kind = _REWARD_READ.search(last.cmd).group(1)
-    text = last.output or ""
+    kind, text = reads[-1]
     try:
-        if kind == "txt":
-            seen: dict[str, float] = {"reward": float(text.split()[0])}
-        else:
-            import json
-
-            seen = {str(k): float(v) for k, v in json.loads(text).items()}
-    except (ValueError, IndexError, AttributeError, TypeError):
-        problems.append(f"{where}: reward file as read in the transcript is unparseable: "
-                        f"{text[:80]!r}")
+        _, _, seen = parse_reward(text, kind, [])
+    except ValueError as e:
+        problems.append(f"{where}: reward file as read in the transcript: {e}")
         return
     recorded = (score.metadata or {}).get("metrics") or {}
     if not _close(seen, {str(k): v for k, v in recorded.items()}):
