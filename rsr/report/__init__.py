@@ -1,4 +1,11 @@
-"""Evaluation reports and leaderboards built from Inspect `.eval` logs."""
+"""Evaluation reports and leaderboards built from Inspect `.eval` logs.
+
+- `metrics`: pass@k, pass^k, mean with standard error, process reward.
+- `logs`: `.eval` files as typed per-sample records (`RunLog`, `SampleRecord`).
+- `table5`: the paper's Table 5 from labelled log folders (Markdown, CSV, PNG).
+- `evalset`: eval-set specs in `evals/*.yaml`, run and resumed through `eval_set`.
+- `leaderboard`: validated entries; `site`: the static page; `tbexport`: TB2 submissions.
+"""
 
 from rsr.report.logs import RunLog, SampleRecord, read_run, read_runs
 from rsr.report.metrics import (

@@ -70,3 +70,13 @@ def test_rsr_eval_run_does_resume_without_rerunning_finished_suites(core_runs) -
     (after,) = folder.glob("*.eval")
     assert after == before
     assert read_eval_log(str(after), header_only=True).eval.eval_id == eval_id
+
+
+def test_rsr_eval_table5_rejects_unknown_suite_before_running(tmp_path: Path, capsys) -> None:
+    from rsr.cli.main import main
+
+    rc = main(["eval", "table5", "--model", "mockllm/model", "--log-dir", str(tmp_path),
+               "--suites", "tb2,tb9"])
+    assert rc == 2
+    assert "tb9 not in eval set 'table5'" in capsys.readouterr().err.replace("\n", " ")
+    assert not list(tmp_path.iterdir())
