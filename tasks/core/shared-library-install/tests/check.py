@@ -1,0 +1,116 @@
+"""Builds from a pristine copy of the sources with the agent's Makefile, installs into a staging
+directory and links consumers against the result."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+W = "/tmp/geomcheck"
+fails = []
+shutil.rmtree(W, ignore_errors=True)
+shutil.copytree("/tests/pristine", W)
+shutil.copy("/app/Makefile", f"{W}/Makefile")
+for extra in os.listdir("/app"):
+    # Helper files the Makefile may rely on (version scripts, .pc templates), never sources.
+    p = f"/app/{extra}"
+    if os.path.isfile(p) and extra.endswith((".map", ".in", ".ver", ".sym")):
+        shutil.copy(p, f"{W}/{extra}")
+
+
+def sh(cmd, cwd=W, env=None):
+    return subprocess.run(cmd, shell=True, cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
+
+
+def done():
+    for f in fails:
+        print("FAIL", f)
+    sys.exit(1 if fails else 0)
+
+
+r = sh("make")
+if r.returncode != 0:
+    fails.append(f"make failed: {r.stderr[-800:]}")
+    done()
+for f in ("libgeom.a", "libgeom.so.2.1.0"):
+    if not os.path.isfile(f"{W}/{f}"):
+        fails.append(f"make did not build {f}")
+r = sh("readelf -d libgeom.so.2.1.0")
+if "Library soname: [libgeom.so.2]" not in r.stdout:
+    fails.append("SONAME is not libgeom.so.2")
+if not re.search(r"NEEDED.*libm\.so", r.stdout):
+    fails.append("shared library is not linked against libm")
+r = sh("nm -D --defined-only libgeom.so.2.1.0")
+exported = {line.split()[-1].split("@")[0] for line in r.stdout.splitlines() if line.split()[-2:-1] and line.split()[-2] in ("T", "W", "i")}
+api = {"geom_polygon_area", "geom_polygon_perimeter", "geom_point_in_polygon", "geom_version"}
+if exported != api:
+    fails.append(f"exported functions are {sorted(exported)}, expected exactly {sorted(api)}")
+
+r = sh("make install PREFIX=/opt/geom DESTDIR=/tmp/geomstage")
+if r.returncode != 0:
+    fails.append(f"make install failed: {r.stderr[-500:]}")
+    done()
+L = "/tmp/geomstage/opt/geom/lib"
+real = f"{L}/libgeom.so.2.1.0"
+if not (os.path.isfile(real) and not os.path.islink(real) and os.stat(real).st_mode & 0o777 == 0o755):
+    fails.append("libgeom.so.2.1.0 missing, a link, or not mode 0755")
+for link, target in (("libgeom.so.2", "libgeom.so.2.1.0"), ("libgeom.so", "libgeom.so.2")):
+    p = f"{L}/{link}"
+    if not os.path.islink(p) or os.readlink(p) != target:
+        fails.append(f"{link} is not a symlink to {target}")
+for f in (f"{L}/libgeom.a", "/tmp/geomstage/opt/geom/include/geom/geom.h", f"{L}/pkgconfig/geom.pc"):
+    if not os.path.isfile(f):
+        fails.append(f"{f} not installed")
+if fails:
+    done()
+
+# Parse the .pc file the way pkg-config does (variables, then fields).
+pc = open(f"{L}/pkgconfig/geom.pc").read()
+vars_, fields = {}, {}
+for line in pc.splitlines():
+    m = re.match(r"^([A-Za-z0-9_.]+)\s*=\s*(.*)$", line)
+    f = re.match(r"^([A-Za-z.]+):\s*(.*)$", line)
+    expand = lambda s: re.sub(r"\$\{(\w+)\}", lambda mm: vars_.get(mm.group(1), ""), s)
+    if m and not f:
+        vars_[m.group(1)] = expand(m.group(2).strip())
+    elif f:
+        fields[f.group(1)] = expand(f.group(2).strip())
+if vars_.get("prefix") != "/opt/geom":
+    fails.append(f"pc prefix is {vars_.get('prefix')!r}, expected /opt/geom")
+for k, v in (("Name", "geom"), ("Version", "2.1.0"), ("Cflags", "-I/opt/geom/include"), ("Libs", "-L/opt/geom/lib -lgeom")):
+    if fields.get(k) != v:
+        fails.append(f"pc field {k} expands to {fields.get(k)!r}, expected {v!r}")
+if not fields.get("Description"):
+    fails.append("pc file has no Description")
+
+# A consumer built with the .pc flags, pointed at the staged tree, runs against the shared library.
+cons = r'''#include <stdio.h>
+#include <geom/geom.h>
+int main(void) {
+    geom_point p[] = {%s};
+    geom_point q = {%d, %d};
+    printf("%%s %%.6f %%.6f %%d\n", geom_version(), geom_polygon_area(p, %d), geom_polygon_perimeter(p, %d),
+           geom_point_in_polygon(p, %d, q));
+    return 0;
+}''' % (", ".join("{%d, %d}" % p for p in [(0, 0), (10, 0), (10, 10), (0, 10)]), 3, 4, 4, 4, 4)
+open(f"{W}/cons.c", "w").write(cons)
+cflags = fields.get("Cflags", "").replace("/opt/geom", "/tmp/geomstage/opt/geom")
+libs = fields.get("Libs", "").replace("/opt/geom", "/tmp/geomstage/opt/geom")
+r = sh(f"gcc cons.c {cflags} {libs} -o cons")
+if r.returncode != 0:
+    fails.append(f"consumer does not link with the pc flags: {r.stderr[-400:]}")
+else:
+    env = dict(os.environ, LD_LIBRARY_PATH=L)
+    r = sh("./cons", env=env)
+    if r.stdout.strip() != "2.1.0 100.000000 40.000000 1":
+        fails.append(f"consumer output {r.stdout.strip()!r}")
+    r = sh("readelf -d cons")
+    if "Shared library: [libgeom.so.2]" not in r.stdout:
+        fails.append("consumer is not dynamically linked against libgeom.so.2")
+r = sh("make clean")
+left = [f for f in os.listdir(W) if f.endswith((".o", ".a")) or ".so" in f]
+if left:
+    fails.append(f"make clean left {left}")
+if not fails:
+    print("PASS")
+done()
