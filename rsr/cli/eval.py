@@ -28,7 +28,8 @@ def _task_args(values: list[str]) -> dict[str, object]:
 
 
 def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: str | None,
-         agent: str | None, task_arg: list[str], model_arg: list[str]) -> None:
+         agent: str | None, task_arg: list[str], model_arg: list[str],
+         strict: bool = True) -> None:
     from rsr.report.evalset import find_spec, load_eval_set, run_eval_set
 
     spec_path = find_spec(spec_name)
@@ -36,8 +37,13 @@ def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: s
     console = Console()
     console.print(f"eval set [bold]{spec.name}[/bold] ({spec_path}): "
                   f"{', '.join(s.task for s in spec.suites)} x {spec.epochs} epochs -> {log_dir}")
+    def skipped(suite: str, reason: str) -> None:
+        console.print(f"[yellow]skipping {suite}[/yellow] (reports show it as missing): "
+                      f"{reason}")
+
     ok, logs = run_eval_set(spec, model=model, log_dir=log_dir, label=label, agent=agent,
-                            task_args=_task_args(task_arg), model_args=_task_args(model_arg))
+                            task_args=_task_args(task_arg), model_args=_task_args(model_arg),
+                            skip_unavailable=not strict, on_skip=skipped)
     for log in logs:
         console.print(f"  {log}")
     if not ok:
@@ -65,9 +71,14 @@ _SPEC_ARG = Annotated[str, typer.Argument(help="Eval-set spec: a path or a name 
 def table5(model: _MODEL, log_dir: _LOG_DIR, label: _LABEL = None, suites: _SUITES = None,
            agent: _AGENT = None, task_arg: _TASK_ARG = None, model_arg: _MODEL_ARG = None,
            spec: Annotated[str, typer.Option(
-               "--spec", help="Eval-set spec name or path.")] = "table5") -> None:
+               "--spec", help="Eval-set spec name or path.")] = "table5",
+           strict: Annotated[bool, typer.Option(
+               "--strict/--skip-unavailable",
+               help="Fail if a suite's tasks are not on this machine (default: skip it; "
+                    "TB3/TB4/TBH/SWR100 are private to the paper's authors).")] = False,
+           ) -> None:
     """The paper's Table 5 eval set (every suite x 3 epochs); rerun to resume."""
-    _run(spec, model, label, log_dir, suites, agent, task_arg or [], model_arg or [])
+    _run(spec, model, label, log_dir, suites, agent, task_arg or [], model_arg or [], strict)
 
 
 @app.command("run")

@@ -8,6 +8,7 @@ directory, resumes: finished suites are skipped, unfinished samples are re-run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -150,8 +151,15 @@ def run_eval_set(
     task_args: dict[str, Any] | None = None,
     model_args: dict[str, Any] | None = None,
     display: str | None = None,
+    skip_unavailable: bool = False,
+    on_skip: Callable[[str, str], None] | None = None,
 ) -> tuple[bool, list[Path]]:
-    """Run (or resume) the eval set into log_dir. Returns (all suites finished, log files)."""
+    """Run (or resume) the eval set into log_dir. Returns (all suites finished, log files).
+
+    With skip_unavailable, a suite whose tasks cannot be found on this machine (the paper's
+    private TB3/TB4/TBH/SWR100) is skipped and reported through on_skip(suite, reason); it
+    then shows as missing in reports rather than stopping the suites that can run.
+    """
     from inspect_ai import Epochs, eval_set
     from inspect_ai.solver import SolverSpec
     from inspect_ai.util import registry_create
@@ -163,8 +171,15 @@ def run_eval_set(
         args = {**suite.args, **(task_args or {})}
         try:
             tasks.append(registry_create("task", suite.task, **args))
+        except RsrError as e:
+            if not skip_unavailable:
+                raise
+            if on_skip is not None:
+                on_skip(suite.benchmark, str(e))
         except ValueError as e:
             raise RsrError(f"eval set {spec.name!r}: cannot create task {suite.task!r}: {e}") from e
+    if not tasks:
+        raise RsrError(f"eval set {spec.name!r}: none of its suites is available here")
     metadata = {"rsr_eval_set": spec.name, "rsr_epochs": spec.epochs}
     if label:
         metadata["rsr_label"] = label

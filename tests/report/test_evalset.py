@@ -80,3 +80,20 @@ def test_rsr_eval_table5_rejects_unknown_suite_before_running(tmp_path: Path, ca
     assert rc == 2
     assert "tb9 not in eval set 'table5'" in capsys.readouterr().err.replace("\n", " ")
     assert not list(tmp_path.iterdir())
+
+
+def test_rsr_eval_table5_does_skip_suites_not_on_this_machine(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from rsr.cli.main import main
+
+    monkeypatch.setenv("RSR_TASKS_HOME", str(tmp_path / "empty-cache"))
+    args = ["eval", "table5", "--model", "mockllm/model", "--log-dir", str(tmp_path / "logs"),
+            "--suites", "tb3,tb4"]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    out = (captured.out + captured.err).replace("\n", " ")
+    assert "skipping tb3" in out and "skipping tb4" in out
+    assert "none of its suites is available here" in out
+
+    assert main([*args, "--strict"]) == 2
+    assert "skipping" not in capsys.readouterr().out
