@@ -32,6 +32,10 @@ def _register() -> None:
 
     app.add_typer(train.app, name="train")
 
+    from rsr.cli import factory
+
+    app.add_typer(factory.app, name="factory")
+
     from rsr.cli import trajectories
 
     app.add_typer(trajectories.app, name="trajectories")

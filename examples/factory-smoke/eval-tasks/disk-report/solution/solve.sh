@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "this evaluation copy is never run"

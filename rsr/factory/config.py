@@ -1,0 +1,185 @@
+"""`factory.yaml`: the typed configuration of one RSR data-factory run.
+
+Unknown keys are errors (a typo must not silently fall back to a default), and every error
+names the file and the field. Relative paths are resolved against the config file's folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from rsr.errors import RsrError
+
+HarnessName = Literal["terminus2", "statem", "rsrt"]
+Role = Literal["planner", "critic", "executor", "auditor"]
+ROLES: tuple[Role, ...] = ("planner", "critic", "executor", "auditor")
+STAGES = ("discover", "compress", "plan", "execute", "filter", "export")
+Stage = Literal["discover", "compress", "plan", "execute", "filter", "export"]
+
+DEFAULT_EVAL_SUITES = ["tb2", "tb2_1", "tb3", "tb4", "tbh", "swr100", "lhtb"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PoolConfig(_Strict):
+    suites: list[str] = Field(default_factory=list, description="Suite names (rsr.tasks.suites).")
+    paths: list[Path] = Field(default_factory=list, description="Task or dataset directories.")
+    tasks: list[str] = Field(default_factory=list, description="Glob patterns to include.")
+    exclude: list[str] = Field(default_factory=list, description="Glob patterns to exclude.")
+
+    @model_validator(mode="after")
+    def _some_source(self) -> PoolConfig:
+        if not self.suites and not self.paths:
+            raise ValueError("name at least one suite or path")
+        return self
+
+
+class HarnessSpec(_Strict):
+    name: HarnessName
+    args: dict[str, Any] = Field(default_factory=dict,
+                                 description="Keyword arguments of the harness agent.")
+
+
+class DiscoveryConfig(_Strict):
+    harnesses: list[HarnessSpec] = Field(
+        default_factory=lambda: [HarnessSpec(name="terminus2"), HarnessSpec(name="statem"),
+                                 HarnessSpec(name="rsrt")])
+    epochs: int = Field(1, ge=1, description="Rollouts per task and harness.")
+    produced_files_limit: int = Field(
+        40, ge=0, description="Files written during a success that are kept for leak checks.")
+
+
+class ModelsConfig(_Strict):
+    model: str = Field(description="The base model (discovery, and every role by default).")
+    model_args: dict[str, Any] = Field(default_factory=dict)
+    roles: dict[Role, str] = Field(
+        default_factory=dict, description="Per-role model overrides (planner, critic, executor, "
+                                          "auditor); absent roles use the base model.")
+
+    def for_role(self, role: Role) -> str:
+        return self.roles.get(role, self.model)
+
+
+class PlanConfig(_Strict):
+    k: int = Field(4, ge=1, description="Candidate runbooks per source trajectory.")
+    critic_rounds: int = Field(3, ge=1, description="N: planner/critic rounds per candidate.")
+    temperature: float | None = Field(1.0, description="Planner sampling temperature.")
+    model_review: bool = Field(True, description="Run the model critic after the "
+                                                 "deterministic checks.")
+
+
+class AdaptiveConfig(_Strict):
+    enabled: bool = True
+    stop_runbook_after_failures: int | None = Field(
+        2, ge=1, description="Stop a runbook after this many consecutive failed executions.")
+    stop_source_after_passes: int | None = Field(
+        None, ge=1, description="Stop every runbook of a source once it has this many passes.")
+
+
+class ExecuteConfig(_Strict):
+    m: int = Field(4, ge=1, description="Executions per accepted runbook.")
+    temperature: float = Field(0.7, description="Executor sampling temperature.")
+    max_episodes: int = Field(200, ge=1)
+    wait_mode: Literal["fixed", "adaptive"] = "fixed"
+    agent_timeout_sec: float | None = Field(None, gt=0)
+    adaptive: AdaptiveConfig = Field(default_factory=AdaptiveConfig)
+
+
+class FilterConfig(_Strict):
+    auditor: bool = Field(True, description="Drop trajectories with values the auditor marks "
+                                            "as not derivable from the task or environment.")
+    dedupe: bool = True
+    min_leak_chars: int = Field(24, ge=8, description="Shortest runbook line that counts as "
+                                                      "runbook text leaking into messages.")
+
+
+class ExportConfig(_Strict):
+    eval_suites: list[str] = Field(default_factory=lambda: list(DEFAULT_EVAL_SUITES),
+                                   description="Suites whose tasks must not be trained on.")
+    eval_paths: list[Path] = Field(default_factory=list,
+                                   description="Further evaluation task folders to guard.")
+    allow_contamination: bool = Field(False, description="Export refused rows anyway "
+                                                         "(marked in a column).")
+    instruction_overlap: float = Field(
+        0.5, gt=0, le=1, description="Share of an instruction's 8-word shingles found in an "
+                                     "evaluation instruction that counts as overlap.")
+    keep_control_kinds: list[str] = Field(
+        default_factory=list, description="Harness control kinds kept verbatim in messages "
+                                          "(e.g. ['confirm']); default: strip all control.")
+    baselines: bool = True
+
+
+class ConcurrencyConfig(_Strict):
+    max_samples: int = Field(4, ge=1)
+    max_sandboxes: int | None = Field(None, ge=1)
+    retry_on_error: int = Field(0, ge=0)
+
+
+class BudgetConfig(_Strict):
+    max_rollouts: int | None = Field(None, ge=0, description="Sandboxed rollouts over all "
+                                                             "stages (discovery + execution).")
+    max_tokens: int | None = Field(None, ge=0, description="Model tokens over all stages.")
+    max_sandbox_minutes: float | None = Field(None, ge=0)
+
+
+class FactoryConfig(_Strict):
+    name: str = "rsr-factory"
+    output_dir: Path
+    seed: int = 0
+    pool: PoolConfig
+    discovery: DiscoveryConfig = Field(default_factory=DiscoveryConfig)
+    models: ModelsConfig
+    plan: PlanConfig = Field(default_factory=PlanConfig)
+    execute: ExecuteConfig = Field(default_factory=ExecuteConfig)
+    filter: FilterConfig = Field(default_factory=FilterConfig)
+    export: ExportConfig = Field(default_factory=ExportConfig)
+    concurrency: ConcurrencyConfig = Field(default_factory=ConcurrencyConfig)
+    budgets: BudgetConfig = Field(default_factory=BudgetConfig)
+    source_path: Path | None = Field(None, exclude=True)
+
+    def digest(self) -> str:
+        data = self.model_dump(mode="json", exclude={"source_path"})
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _resolve(base: Path, value: Path) -> Path:
+    value = value.expanduser()
+    return value if value.is_absolute() else (base / value).resolve()
+
+
+def load_config(path: str | Path, output_dir: str | Path | None = None) -> FactoryConfig:
+    """Read and validate a factory config; errors name the file and the field."""
+    path = Path(path)
+    if not path.is_file():
+        raise RsrError(f"{path}: factory config not found")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise RsrError(f"{path}: not valid YAML: {e}") from e
+    if not isinstance(raw, dict):
+        raise RsrError(f"{path}: expected a mapping at the top level")
+    if output_dir is not None:
+        raw["output_dir"] = str(output_dir)
+    try:
+        cfg = FactoryConfig.model_validate(raw)
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '<top>'}: {err['msg']}"
+                             for err in e.errors())
+        raise RsrError(f"{path}: {problems}") from e
+    base = path.resolve().parent
+    cfg.output_dir = _resolve(base, cfg.output_dir)
+    cfg.pool.paths = [_resolve(base, p) for p in cfg.pool.paths]
+    cfg.export.eval_paths = [_resolve(base, p) for p in cfg.export.eval_paths]
+    fixture = cfg.models.model_args.get("fixture")
+    if isinstance(fixture, str):
+        cfg.models.model_args["fixture"] = str(_resolve(base, Path(fixture)))
+    cfg.source_path = path.resolve()
+    return cfg

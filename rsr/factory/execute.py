@@ -1,0 +1,179 @@
+"""Stage 5, execute: each accepted runbook up to M times in fresh sandboxes under Terminus 2.
+
+The runbook reaches the model as `private_guidance` (a system message in each model call,
+never in the recorded messages), so the public trajectory is exactly what Terminus 2 shows at
+inference. Executions run in rounds (round r = the r-th execution of every runbook still
+active); with adaptive execution a runbook stops after repeated failures and a source stops
+once it has enough passes, and the rollouts not run are reported as saved.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from string import Template
+
+from inspect_ai import Task
+from inspect_ai.agent import Agent, AgentState, agent, as_solver
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.solver._task_state import sample_state
+
+from rsr.factory.config import FactoryConfig
+from rsr.factory.critique import load_prompt
+from rsr.factory.discover import score_of
+from rsr.factory.ledger import (
+    FactoryPaths,
+    StageCost,
+    completed_samples,
+    run_eval,
+    sample_seconds,
+    sample_tokens,
+)
+from rsr.factory.records import Execution, Runbook, Source, read_rows, write_rows
+from rsr.harness.terminus2 import STORE_RESULT, TerminalHarness, Terminus2Config
+from rsr.tasks.inspect_tasks import task_sample
+from rsr.tasks.load import load_task
+from rsr.trajectories.messages import public_messages
+from rsr.verify.scorer import verifier
+
+GUIDANCE_PROMPT = "guidance.v1"
+GUIDANCE_KEY = "private_guidance"
+
+
+def guidance_text(runbook: Runbook) -> str:
+    assert runbook.body is not None
+    return Template(load_prompt(GUIDANCE_PROMPT)).substitute(runbook=runbook.body.render())
+
+
+@agent
+def guided_terminus2(temperature: float = 0.7, max_episodes: int = 200,
+                     wait_mode: str = "fixed", agent_timeout_sec: float | None = None) -> Agent:
+    """`rsr/terminus2` with the sample's runbook (metadata `private_guidance`) as private
+    guidance."""
+
+    async def execute(state: AgentState) -> AgentState:
+        sample = sample_state()
+        guidance = (sample.metadata or {}).get(GUIDANCE_KEY) if sample else None
+        config = Terminus2Config(temperature=temperature, max_episodes=max_episodes,
+                                 wait_mode=wait_mode,  # type: ignore[arg-type]
+                                 agent_timeout_sec=agent_timeout_sec, private_guidance=guidance)
+        return await TerminalHarness(config)(state)
+
+    return execute
+
+
+def execution_id(runbook_id: str, index: int) -> str:
+    return f"{runbook_id}#m{index}"
+
+
+@dataclass
+class Schedule:
+    """Which executions ran, which were skipped by adaptive stopping, and why."""
+
+    planned: int = 0
+    executed: int = 0
+    stopped: dict[str, str] = field(default_factory=dict)
+    budget_stop: str | None = None
+
+    @property
+    def saved(self) -> int:
+        return self.planned - self.executed
+
+
+def _stop_reason(cfg: FactoryConfig, runbook: Runbook, by_runbook: dict[str, list[Execution]],
+                 source_passes: dict[str, int]) -> str | None:
+    adaptive = cfg.execute.adaptive
+    if not adaptive.enabled:
+        return None
+    if adaptive.stop_source_after_passes is not None and \
+            source_passes[runbook.source_id] >= adaptive.stop_source_after_passes:
+        return f"source has {source_passes[runbook.source_id]} passes"
+    limit = adaptive.stop_runbook_after_failures
+    if limit is not None:
+        runs = sorted(by_runbook[runbook.id], key=lambda e: e.index)
+        tail = 0
+        for e in reversed(runs):
+            if e.passed:
+                break
+            tail += 1
+        if tail >= limit:
+            return f"{tail} consecutive failures"
+    return None
+
+
+def run(cfg: FactoryConfig, paths: FactoryPaths, rollouts_left: int | None = None) -> Schedule:
+    runbooks = [r for r in read_rows(paths.stage_file("runbooks"), Runbook) if r.accepted]
+    log_dir = paths.logs("execute")
+    schedule = Schedule(planned=len(runbooks) * cfg.execute.m)
+    agent_ = guided_terminus2(temperature=cfg.execute.temperature,
+                              max_episodes=cfg.execute.max_episodes,
+                              wait_mode=cfg.execute.wait_mode,
+                              agent_timeout_sec=cfg.execute.agent_timeout_sec)
+    sources = {s.id: s for s in read_rows(paths.stage_file("sources"), Source)}
+    for round_ in range(cfg.execute.m):
+        executions = collect(paths)
+        by_runbook: dict[str, list[Execution]] = defaultdict(list)
+        source_passes: dict[str, int] = defaultdict(int)
+        for e in executions:
+            by_runbook[e.runbook_id].append(e)
+            source_passes[e.source_id] += int(e.passed)
+        done = {e.id for e in executions}
+        samples: list[Sample] = []
+        for runbook in runbooks:
+            eid = execution_id(runbook.id, round_)
+            if eid in done:
+                continue
+            reason = _stop_reason(cfg, runbook, by_runbook, source_passes)
+            if reason is not None:
+                schedule.stopped.setdefault(runbook.id, f"stopped before execution {round_}: "
+                                                        f"{reason}")
+                continue
+            source = sources[runbook.source_id]
+            sample = task_sample(load_task(source.task_dir), source.suite)
+            sample.id = eid
+            sample.metadata = {**(sample.metadata or {}), "runbook_id": runbook.id,
+                               "source_id": runbook.source_id, "index": round_,
+                               "round": round_, "candidate": runbook.candidate,
+                               GUIDANCE_KEY: guidance_text(runbook)}
+            samples.append(sample)
+        if rollouts_left is not None:
+            if len(samples) > rollouts_left:
+                schedule.budget_stop = f"rollout budget left {rollouts_left} < {len(samples)}"
+            samples = samples[:rollouts_left]
+            rollouts_left -= len(samples)
+        if samples:
+            run_eval(cfg, [Task(name=f"execute_r{round_}", dataset=MemoryDataset(samples),
+                                solver=as_solver(agent_), scorer=verifier(),
+                                metadata={"factory_stage": "execute", "round": round_})],
+                     log_dir, cfg.models.for_role("executor"))
+        if schedule.budget_stop:
+            break
+    schedule.executed = len(collect(paths))
+    return schedule
+
+
+def collect(paths: FactoryPaths, keep: tuple[str, ...] = ()) -> list[Execution]:
+    rows: list[Execution] = []
+    for _, logged in sorted(completed_samples(paths.logs("execute")).items()):
+        sample = logged.sample
+        meta = sample.metadata or {}
+        passed, reward = score_of(sample)
+        public = public_messages(sample, keep=keep)
+        result = sample.store.get(STORE_RESULT) or {}
+        rows.append(Execution(
+            id=str(sample.id), runbook_id=meta["runbook_id"], source_id=meta["source_id"],
+            task=meta["task_name"], suite=meta["suite"], index=meta["index"],
+            round=meta["round"], passed=passed, reward=reward,
+            turns=int(result.get("turns", 0)), tokens=sample_tokens(sample),
+            sandbox_seconds=sample_seconds(sample), log=str(logged.log),
+            messages=public.messages,
+            control_kinds=sorted({r.kind for r in public.removed})))
+    write_rows(paths.stage_file("executions"), rows)
+    return rows
+
+
+def cost(paths: FactoryPaths) -> StageCost:
+    total = StageCost()
+    for logged in completed_samples(paths.logs("execute")).values():
+        total.add(logged.sample, sandboxed=True)
+    return total

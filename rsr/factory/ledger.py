@@ -1,0 +1,188 @@
+"""The factory's ledger: Inspect `.eval` logs per stage, plus the derived stage files.
+
+Every unit of work (a rollout, a planning sample, an execution, an audit) is an Inspect sample
+with a stable id. A stage run first reads the samples already completed in its log folder and
+runs only the missing ones, so an interrupted run resumes without losing or repeating work; the
+stage files (`stages/*.jsonl`) are always rebuilt from the logs, keyed by sample id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import EvalLog, EvalSample, read_eval_log_samples
+from inspect_ai.model import Model, get_model
+
+from rsr.errors import RsrError
+from rsr.factory.config import ROLES, FactoryConfig, Role
+
+EXCLUDE_FIELDS = {"events", "events_data", "timelines"}
+
+
+@dataclass(frozen=True)
+class FactoryPaths:
+    root: Path
+
+    def logs(self, stage: str) -> Path:
+        return self.root / "logs" / stage
+
+    def stage_file(self, name: str) -> Path:
+        return self.root / "stages" / f"{name}.jsonl"
+
+    @property
+    def state_file(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def dataset_dir(self) -> Path:
+        return self.root / "dataset"
+
+    @property
+    def dataset_jsonl(self) -> Path:
+        return self.root / "dataset.jsonl"
+
+
+@dataclass
+class LoggedSample:
+    sample: EvalSample
+    log: Path
+
+
+def sample_key(sample_id: str | int, epoch: int) -> str:
+    return f"{sample_id}@{epoch}"
+
+
+def completed_samples(log_dir: Path, require_score: bool = True) -> dict[str, LoggedSample]:
+    """Finished samples (no error; scored when required) in every log of a folder.
+
+    Logs of interrupted runs are read too: Inspect flushes each finished sample into the
+    `.eval` file, so their completed samples count and only the rest is run again.
+    """
+    done: dict[str, LoggedSample] = {}
+    if not log_dir.is_dir():
+        return done
+    for path in sorted(log_dir.glob("*.eval"), key=lambda p: p.stat().st_mtime):
+        try:
+            samples = list(read_eval_log_samples(path, all_samples_required=False,
+                                                 resolve_attachments=True,
+                                                 exclude_fields=EXCLUDE_FIELDS))
+        except Exception:  # a log cut off before its header was written holds nothing usable
+            continue
+        for sample in samples:
+            if sample.error is not None or (require_score and not sample.scores):
+                continue
+            done.setdefault(sample_key(sample.id, sample.epoch), LoggedSample(sample, path))
+    return done
+
+
+def role_models(cfg: FactoryConfig) -> dict[Role, Model]:
+    return {role: get_model(cfg.models.for_role(role), **cfg.models.model_args) for role in ROLES}
+
+
+def base_model(cfg: FactoryConfig) -> Model:
+    return get_model(cfg.models.model, **cfg.models.model_args)
+
+
+def _load_providers(cfg: FactoryConfig) -> None:
+    names = [cfg.models.model, *cfg.models.roles.values()]
+    if any(n.startswith("rsr-scripted/") for n in names):
+        import rsr.factory.scripted  # noqa: F401  (registers the provider)
+
+
+def run_eval(cfg: FactoryConfig, tasks: Sequence[Task], log_dir: Path, model: Model | str,
+             roles: bool = False, sandboxed: bool = True) -> list[EvalLog]:
+    """Run Inspect tasks into a stage's log folder with the factory's concurrency settings."""
+    _load_providers(cfg)
+    if not tasks:
+        return []
+    log_dir.mkdir(parents=True, exist_ok=True)
+    if isinstance(model, str):
+        model = get_model(model, **cfg.models.model_args)
+    conc = cfg.concurrency
+    logs = inspect_eval(
+        list(tasks), model=model, model_roles=role_models(cfg) if roles else None,
+        log_dir=str(log_dir), log_format="eval", display="none", log_buffer=1,
+        max_samples=conc.max_samples, max_sandboxes=conc.max_sandboxes if sandboxed else None,
+        fail_on_error=False, retry_on_error=conc.retry_on_error or None, score_display=False)
+    for log in logs:
+        if log.status == "error":
+            raise RsrError(f"{log_dir}: stage eval failed: {log.error.message if log.error else '?'}"
+                           f" (open the log with `inspect view --log-dir {log_dir}`)")
+        if log.status == "cancelled":
+            raise KeyboardInterrupt
+    return logs
+
+
+def sample_tokens(sample: EvalSample) -> int:
+    return sum(u.total_tokens for u in (sample.model_usage or {}).values())
+
+
+def sample_seconds(sample: EvalSample) -> float:
+    return float(sample.total_time or 0.0)
+
+
+@dataclass
+class StageCost:
+    rollouts: int = 0
+    samples: int = 0
+    tokens: int = 0
+    sandbox_seconds: float = 0.0
+
+    def add(self, sample: EvalSample, sandboxed: bool) -> None:
+        self.samples += 1
+        self.tokens += sample_tokens(sample)
+        if sandboxed:
+            self.rollouts += 1
+            self.sandbox_seconds += sample_seconds(sample)
+
+
+@dataclass
+class State:
+    """`state.json`: which stages finished, with what config, and what they cost."""
+
+    config_digest: str = ""
+    finished: dict[str, str] = field(default_factory=dict)
+    costs: dict[str, dict[str, float]] = field(default_factory=dict)
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> State:
+        if not path.is_file():
+            return cls()
+        data = json.loads(path.read_text())
+        return cls(**data)
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.__dict__, indent=2, sort_keys=True) + "\n")
+        tmp.replace(path)
+
+
+def spent(state: State) -> StageCost:
+    total = StageCost()
+    for cost in state.costs.values():
+        total.rollouts += int(cost.get("rollouts", 0))
+        total.tokens += int(cost.get("tokens", 0))
+        total.sandbox_seconds += float(cost.get("sandbox_seconds", 0.0))
+    return total
+
+
+def budget_left(cfg: FactoryConfig, state: State) -> tuple[int | None, str | None]:
+    """Rollouts still allowed (None = unlimited) and the budget that is exhausted, if any."""
+    used = spent(state)
+    b = cfg.budgets
+    if b.max_tokens is not None and used.tokens >= b.max_tokens:
+        return 0, f"token budget ({b.max_tokens}) spent"
+    if b.max_sandbox_minutes is not None and used.sandbox_seconds / 60 >= b.max_sandbox_minutes:
+        return 0, f"sandbox budget ({b.max_sandbox_minutes} min) spent"
+    if b.max_rollouts is not None:
+        left = b.max_rollouts - used.rollouts
+        return max(left, 0), (f"rollout budget ({b.max_rollouts}) spent" if left <= 0 else None)
+    return None, None

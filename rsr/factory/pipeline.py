@@ -1,0 +1,163 @@
+"""Running the factory: stages in order, resumable, with budgets and a progress display."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from rsr.errors import RsrError
+from rsr.factory import compress, discover, execute, export, plan, report
+from rsr.factory import filter as filter_stage
+from rsr.factory.config import STAGES, FactoryConfig
+from rsr.factory.ledger import FactoryPaths, StageCost, State, budget_left
+from rsr.factory.records import Runbook, read_rows
+
+PREREQUISITES = {"compress": "rollouts", "plan": "sources", "execute": "runbooks",
+                 "filter": "executions", "export": "decisions"}
+
+
+def _cost_dict(cost: StageCost) -> dict[str, float]:
+    return {k: float(v) for k, v in asdict(cost).items()}
+
+
+def _check_inputs(paths: FactoryPaths, stage: str) -> None:
+    needed = PREREQUISITES.get(stage)
+    if needed and not paths.stage_file(needed).is_file():
+        previous = STAGES[STAGES.index(stage) - 1]
+        raise RsrError(f"stage {stage} needs {paths.stage_file(needed)}; run "
+                       f"`rsr factory run CONFIG --stage {previous}` (or all stages) first")
+
+
+def run_stage(cfg: FactoryConfig, paths: FactoryPaths, state: State, stage: str,
+              console: Console) -> str:
+    """Run one stage; returns a one-line summary."""
+    _check_inputs(paths, stage)
+    keep = tuple(cfg.export.keep_control_kinds)
+    if stage == "discover":
+        left, exhausted = budget_left(cfg, state)
+        if exhausted:
+            return f"skipped: {exhausted}"
+        cost = discover.run(cfg, paths, max_rollouts=left)
+        state.costs["discover"] = _cost_dict(cost)
+        return f"{int(cost.rollouts)} rollouts in the ledger"
+    if stage == "compress":
+        sources = compress.run(paths, keep)
+        dropped = sum(len(s.dropped) for s in sources)
+        return f"{len(sources)} sources; {dropped} harness control messages removed or stripped"
+    if stage == "plan":
+        cost = plan.run(cfg, paths)
+        state.costs["plan"] = _cost_dict(cost)
+        rows = read_rows(paths.stage_file("runbooks"), Runbook)
+        return f"{sum(r.accepted for r in rows)}/{len(rows)} runbooks accepted"
+    if stage == "execute":
+        left, exhausted = budget_left(cfg, state)
+        if exhausted:
+            return f"skipped: {exhausted}"
+        schedule = execute.run(cfg, paths, rollouts_left=left)
+        if keep:
+            execute.collect(paths, keep)
+        state.costs["execute"] = _cost_dict(execute.cost(paths))
+        state.notes["adaptive"] = {"planned": schedule.planned, "executed": schedule.executed,
+                                   "saved": schedule.saved, "stopped": schedule.stopped,
+                                   "budget_stop": schedule.budget_stop}
+        return (f"{schedule.executed} executions ({schedule.saved} of {schedule.planned} "
+                f"planned saved by adaptive stopping)")
+    if stage == "filter":
+        decisions, cost = filter_stage.run(cfg, paths)
+        state.costs["filter"] = _cost_dict(cost)
+        return f"{sum(d.kept for d in decisions)}/{len(decisions)} executions kept"
+    if stage == "export":
+        result = export.run(cfg, paths)
+        state.notes["export"] = {"rows": result.rows, "refused": result.refused,
+                                 "baselines": result.baselines}
+        for task, reasons in result.refused.items():
+            verb = "exported anyway (allow_contamination)" if cfg.export.allow_contamination \
+                else "refused"
+            console.print(f"[yellow]contamination guard:[/yellow] {task} {verb}: "
+                          f"{'; '.join(reasons)}")
+        write_card(cfg, paths, state)
+        return (f"{result.rows} rows -> {paths.dataset_dir}; baselines "
+                f"{result.baselines}; {len(result.refused)} task(s) refused")
+    raise RsrError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+
+
+def run(cfg: FactoryConfig, stages: Sequence[str] | None = None,
+        console: Console | None = None) -> State:
+    console = console or Console()
+    paths = FactoryPaths(cfg.output_dir)
+    state = State.load(paths.state_file)
+    if state.config_digest and state.config_digest != cfg.digest():
+        console.print(f"[yellow]note:[/yellow] the config changed since the last run of "
+                      f"{cfg.output_dir}; finished work in the ledger is reused where its sample "
+                      "ids still match")
+    state.config_digest = cfg.digest()
+    todo = list(stages or STAGES)
+    with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total} stages"), TimeElapsedColumn(),
+                  console=console, transient=False) as progress:
+        bar = progress.add_task("factory", total=len(todo))
+        for stage in todo:
+            progress.update(bar, description=f"{stage}")
+            summary = run_stage(cfg, paths, state, stage, console)
+            state.finished[stage] = datetime.now(UTC).isoformat()
+            state.save(paths.state_file)
+            progress.console.print(f"[green]{stage}[/green]: {summary}")
+            progress.advance(bar)
+    if "export" in todo:
+        md, _ = report.write(paths)
+        console.print(f"report: {md}")
+    return state
+
+
+def write_card(cfg: FactoryConfig, paths: FactoryPaths, state: State) -> None:
+    data = report.build(paths)
+    f = data["funnel"]
+    export_note: dict[str, Any] = state.notes.get("export", {})
+    lines = [
+        f"# {cfg.name}: RSR rewritten Terminus 2 trajectories", "",
+        "Each row is one re-execution of a verified discovery success under the generic "
+        "Terminus 2 harness, guided by a private runbook that is not part of the messages. "
+        "`messages` is the public history exactly as Terminus 2 presents it: the first prompt "
+        "(instruction and terminal state), the model's replies and the terminal observations.", "",
+        "## Funnel", "",
+        "| stage | count |", "|---|---|",
+        f"| discovery rollouts | {f['rollouts']} |", f"| verified sources | {f['sources']} |",
+        f"| candidate runbooks | {f['runbooks']} |", f"| planner/critic rounds | {f['runbook_rounds']} |",
+        f"| accepted runbooks | {f['accepted']} |", f"| executions | {f['executions']} |",
+        f"| passed the verifier | {f['passed']} |", f"| kept after filtering | {f['kept']} |",
+        f"| exported rows | {export_note.get('rows', '–')} |", "",
+        f"Baselines: {export_note.get('baselines', {})} (`baselines/`).", "",
+        "## Provenance columns", "",
+        "task, suite, source_harness, source_trajectory (discovery log#sample), runbook_id, "
+        "execution_id, reward, turns, tokens, content_hash, runbook_rounds, model, log, "
+        "contamination.", "",
+        "## Models and settings", "",
+        f"Base model `{cfg.models.model}`; roles "
+        f"{ {r: cfg.models.for_role(r) for r in ('planner', 'critic', 'executor', 'auditor')} }; "
+        f"K={cfg.plan.k}, N={cfg.plan.critic_rounds}, M={cfg.execute.m}, executor temperature "
+        f"{cfg.execute.temperature}; config digest {cfg.digest()}.", "",
+    ]
+    if export_note.get("refused"):
+        lines += ["## Contamination guard", ""]
+        lines += [f"- {task}: {'; '.join(r)}" for task, r in export_note["refused"].items()]
+        lines.append("")
+    card = "\n".join(lines)
+    (paths.root / "DATASET_CARD.md").write_text(card)
+    (paths.dataset_dir / "README.md").write_text(card)
+
+
+def status(cfg: FactoryConfig) -> dict[str, Any]:
+    paths = FactoryPaths(cfg.output_dir)
+    state = State.load(paths.state_file)
+    data = report.build(paths)
+    left, exhausted = budget_left(cfg, state)
+    return {"output_dir": str(cfg.output_dir), "finished": state.finished,
+            "remaining": [s for s in STAGES if s not in state.finished],
+            "funnel": {k: v for k, v in data["funnel"].items() if k != "per_source"},
+            "costs": data["costs"], "adaptive": data["adaptive"],
+            "budget": {"rollouts_left": left, "exhausted": exhausted}}

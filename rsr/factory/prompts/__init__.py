@@ -1,0 +1,1 @@
+"""Factory prompts, loaded with importlib.resources and versioned in their file names."""
