@@ -231,3 +231,17 @@ def test_leaderboard_export_does_write_terminal_bench_submission_layout(
     assert all(t["exception_info"] and t["verifier_result"] is None
                for t in by_task["semver-sort"])
     assert all((job / t["trial_name"] / "agent" / "messages.json").is_file() for t in trials)
+
+
+def test_validate_log_rejects_suite_drifted_from_its_pinned_digest(log_of, tmp_path) -> None:
+    from rsr.errors import RsrError
+
+    board = tmp_path / "b"
+    board.mkdir()
+    core = Path(__file__).resolve().parents[2] / "tasks" / "core"
+    (board / "board.yaml").write_text(yaml.safe_dump({"suites": {"core": {
+        "path": str(core), "tasks": ["hello-world", "semver-sort"],
+        "digest": "sha256:" + "0" * 64}}}))
+    with pytest.raises(RsrError, match=r"suites.core.digest pins sha256:0+ but the tasks on "
+                       r"disk give sha256:"):
+        validate_log(log_of("oracle"), load_board(board))
