@@ -295,13 +295,17 @@ class TerminalHarness:
                               source=self.name)
         completion_allowed, notes = self.review(reply)
 
+        # wait_s is the time spent typing and waiting (one exec per command in adaptive mode);
+        # with a fixed wait, the pure sleep is what counts as waiting.
         wait_s = 0.0
         for command in reply.commands:
-            await self._tmux.send_keys(command.keystrokes)
-            waited = await self._tmux.wait(command.duration,
-                                           adaptive=self.config.wait_mode == "adaptive")
-            wait_s += waited.waited
+            waited = await self._tmux.send_and_wait(
+                command.keystrokes, command.duration,
+                adaptive=self.config.wait_mode == "adaptive")
+            wait_s += waited.waited if self.config.wait_mode == "adaptive" else command.duration
+        mark = time.monotonic()
         observation = await self._observe()
+        timing["read_s"] = round(time.monotonic() - mark, 4)
         self.after_turn(reply)
         self._record_timing(timing, turn_start, wait_s)
         reply_message.metadata["rsr"]["timing"] = dict(timing)  # type: ignore[index]

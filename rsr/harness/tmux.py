@@ -105,33 +105,19 @@ class TmuxSession:
         result = await self.sbx.exec(["tmux", "has-session", "-t", self.name], user=self.user)
         return result.success
 
-    async def send_keys(self, keystrokes: str) -> None:
-        """Send keystrokes verbatim; a whole-string tmux key name (C-c, Enter) is sent as that key."""
-        if not keystrokes:
-            return
+    def _send_script(self, keystrokes: str) -> str:
+        """Shell lines that type `keystrokes`: one tmux key name, or literal text in chunks."""
         if is_key_name(keystrokes):
-            await self._tmux("send-keys", "-t", self.name, keystrokes.strip())
-            return
-        for start in range(0, len(keystrokes), SEND_CHUNK_CHARS):
-            chunk = escape_literal(keystrokes[start : start + SEND_CHUNK_CHARS])
-            await self._tmux("send-keys", "-t", self.name, "-l", "--", chunk)
+            return f"tmux send-keys -t {self.name} {shlex.quote(keystrokes.strip())}"
+        return " && ".join(
+            f"tmux send-keys -t {self.name} -l -- "
+            + shlex.quote(escape_literal(keystrokes[start : start + SEND_CHUNK_CHARS]))
+            for start in range(0, len(keystrokes), SEND_CHUNK_CHARS))
 
-    async def wait(self, seconds: float, adaptive: bool) -> WaitResult:
-        """Wait `seconds`; in adaptive mode return as soon as the shell is idle again.
-
-        Idle = the login shell owns the terminal's foreground, is sleeping on input, and the
-        screen did not change between two polls. Polling happens inside the sandbox so one
-        exec covers the whole wait.
-        """
-        began = time.monotonic()
-        if seconds <= 0:
-            return WaitResult(0.0, False)
-        if not adaptive:
-            await _sleep(seconds)
-            return WaitResult(time.monotonic() - began, False)
+    def _idle_script(self, seconds: float) -> str:
         polls = max(1, int(seconds / POLL_SECONDS))
         pid = self._shell_pid or "0"
-        script = (
+        return (
             f"i=0; prev=; while [ $i -lt {polls} ]; do sleep {POLL_SECONDS}; i=$((i+1)); "
             f"set -- $(cut -d' ' -f3,8 /proc/{pid}/stat 2>/dev/null); "
             f'if [ "$1" = S ] && [ "$2" = {pid} ]; then '
@@ -139,6 +125,32 @@ class TmuxSession:
             f'if [ "$snap" = "$prev" ]; then echo idle; exit 0; fi; prev=$snap; '
             f"else prev=; fi; done; echo busy"
         )
+
+    async def send_keys(self, keystrokes: str) -> None:
+        """Send keystrokes verbatim; a whole-string tmux key name (C-c, Enter) is sent as that key."""
+        if keystrokes:
+            await self._sh(self._send_script(keystrokes))
+
+    async def wait(self, seconds: float, adaptive: bool) -> WaitResult:
+        """Wait `seconds`; in adaptive mode return as soon as the shell is idle again."""
+        return await self.send_and_wait("", seconds, adaptive)
+
+    async def send_and_wait(self, keystrokes: str, seconds: float, adaptive: bool) -> WaitResult:
+        """Type `keystrokes`, then wait `seconds`, or in adaptive mode until the shell is idle.
+
+        Idle = the login shell owns the terminal's foreground, is sleeping on input, and the
+        screen did not change between two polls. Adaptive waiting polls inside the sandbox, in
+        the same exec that types the keys, so a command costs one round trip.
+        """
+        began = time.monotonic()
+        if not adaptive or seconds <= 0:
+            await self.send_keys(keystrokes)
+            if seconds > 0:
+                await _sleep(seconds)
+            return WaitResult(time.monotonic() - began, False)
+        script = self._idle_script(seconds)
+        if keystrokes:
+            script = f"{self._send_script(keystrokes)} || exit 1; {script}"
         out = await self._sh(script, timeout=int(seconds) + 30)
         return WaitResult(time.monotonic() - began, out.strip() == "idle")
 
