@@ -36,7 +36,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rsr.errors import RsrError, TaskFormatError
-from rsr.report.logs import SCORER, RunLog, benchmark_of, run_from_log, score_fields
+from rsr.report.logs import (
+    LIGHT_FIELDS,
+    SCORER,
+    RunLog,
+    benchmark_of,
+    run_from_log,
+    score_fields,
+)
 from rsr.report.metrics import SuiteMetrics
 
 __all__ = [
@@ -228,7 +235,8 @@ class ValidatedRun(BaseModel):
     log: LogRef
 
 
-def _check_sample_scores(sample: Any, summary: Any | None, problems: list[str]) -> None:
+def _check_sample_scores(sample: Any, events: list[Any], summary: Any | None,
+                         problems: list[str]) -> None:
     where = f"sample {sample.id} epoch {sample.epoch}"
     score = (sample.scores or {}).get(SCORER)
     if score is None:
@@ -252,8 +260,8 @@ def _check_sample_scores(sample: Any, summary: Any | None, problems: list[str]) 
                 f"{where}: score value (passed, reward, process) = {recorded} does not follow "
                 f"from the verifier's recorded reward metrics, which give {derived}"
             )
-    _check_reward_read(sample, score, where, problems)
-    finals = [e for e in sample.events if e.event == "score" and not e.intermediate]
+    _check_reward_read(events, score, where, problems)
+    finals = [e for e in events if e.event == "score" and not e.intermediate]
     if not finals:
         problems.append(f"{where}: transcript has no final score event")
     elif not _close(finals[-1].score.value, score.value):
@@ -290,14 +298,14 @@ def _reward_read(event: Any) -> tuple[str, str] | None:
     return None
 
 
-def _check_reward_read(sample: Any, score: Any, where: str, problems: list[str]) -> None:
+def _check_reward_read(events: list[Any], score: Any, where: str, problems: list[str]) -> None:
     """The reward metrics in the score metadata must be what the transcript shows the
     verifier reading from the reward file inside the sandbox."""
     from rsr.verify.verifier import parse_reward
 
     if (score.metadata or {}).get("error"):
         return
-    reads = [r for r in map(_reward_read, sample.events) if r is not None]
+    reads = [r for r in map(_reward_read, events) if r is not None]
     if not reads:
         problems.append(f"{where}: transcript shows no read of the reward file")
         return
@@ -354,12 +362,13 @@ def _check_header(log: Any, problems: list[str]) -> None:
 
 def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
     """Run every check; raise LogValidationError listing all problems found."""
-    from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
+    from inspect_ai.log import read_eval_log, read_eval_log_sample, read_eval_log_sample_summaries
 
     path = Path(path)
     try:
-        log = read_eval_log(str(path), exclude_fields={"messages", "attachments", "store",
-                                                       "events_data", "timelines"})
+        # Scores of every sample without transcripts; transcripts are read one sample at a
+        # time below, so a 5-epoch TB2 log does not have to fit in memory at once.
+        log = read_eval_log(str(path), exclude_fields=LIGHT_FIELDS)
     except FileNotFoundError as e:
         raise RsrError(f"{path}: log file not found") from e
     except Exception as e:
@@ -423,7 +432,9 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
         task = tasks.get(name)
         if task is not None:
             _check_overrides(sid, epoch, meta, task, problems)
-        _check_sample_scores(s, summaries.get((sid, epoch)), problems)
+        events = read_eval_log_sample(str(path), id=s.id, epoch=epoch,
+                                      exclude_fields=LIGHT_FIELDS - {"events"}).events
+        _check_sample_scores(s, events, summaries.get((sid, epoch)), problems)
 
     log_digest = task_set_digest(log_pairs)
     if log_digest != disk_digest:
