@@ -167,14 +167,14 @@ def _overlap(check: str, label: str, files: dict[str, str], runbook: str, public
         hits = [original for line, original in _lines(text)
                 if line in norm_runbook and line not in norm_public]
         for line in hits[:3]:
-            reasons.append(Reason(check=check, item=line[:120], source=f"line of {label} {rel}"))
+            reasons.append(Reason(check=check, item=line[:120], source=f"line of {label}{rel}"))
         if hits:
             continue
         common = (shingles(text) & runbook_shingles) - public_shingles
         if common:
             run = " ".join(sorted(common)[0])
             reasons.append(Reason(check=check, item=run[:120],
-                                  source=f"{len(common)} {SHINGLE}-word run(s) of {label} {rel}"))
+                                  source=f"{len(common)} {SHINGLE}-word run(s) of {label}{rel}"))
     return reasons
 
 
@@ -240,7 +240,7 @@ def deterministic_checks(task: LoadedTask, raw: str | dict, source: Source | Non
         if re.search(rf"(?<![\w-]){re.escape(name.lower())}(?![\w-])", low):
             reasons.append(Reason(check="verifier leakage", item=name,
                                   source=f"name of hidden test file tests/{rel}"))
-    reasons += _overlap("verifier leakage", "hidden test", material.tests, text,
+    reasons += _overlap("verifier leakage", "hidden test tests/", material.tests, text,
                         material.public, public_shingles)
     for value, rel in expected_values(material.tests, material.public).items():
         if re.search(rf"(?<![\w]){re.escape(value)}(?![\w])", text):
@@ -248,9 +248,9 @@ def deterministic_checks(task: LoadedTask, raw: str | dict, source: Source | Non
                                   source=f"expected value found only in hidden test tests/{rel}"))
 
     # Answer leakage.
-    reasons += _overlap("answer leakage", "reference solution", material.solution, text,
+    reasons += _overlap("answer leakage", "reference solution solution/", material.solution, text,
                         material.public, public_shingles)
-    reasons += _overlap("answer leakage", "file produced by the source run",
+    reasons += _overlap("answer leakage", "file produced by the source run ",
                         material.produced, text, material.public, public_shingles)
     for item in body.lines():
         block = re.search(r"```.*?```|<<-?\s*'?\"?(\w+)'?\"?.*", item, re.S)

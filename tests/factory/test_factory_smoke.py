@@ -1,0 +1,178 @@
+"""The smoke example end to end: real Docker sandboxes, real tmux, real verifiers, scripted
+models for every role (examples/factory-smoke/fixture.yaml). One run, several promises."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from inspect_ai.log import EvalSample, read_eval_log_samples
+
+from rsr.cli.main import main
+from rsr.factory.critique import _control_lines, _norm
+from rsr.factory.ledger import FactoryPaths
+from rsr.factory.records import Decision, Execution, Runbook, Source, read_rows
+from rsr.harness import prompts
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = ROOT / "examples" / "factory-smoke.yaml"
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("factory-smoke")
+    assert main(["factory", "run", str(SMOKE), "--output-dir", str(out)]) == 0
+    return out
+
+
+def _samples(log_dir: Path) -> Iterator[EvalSample]:
+    for log in sorted(log_dir.glob("*.eval")):
+        yield from read_eval_log_samples(log, all_samples_required=False, resolve_attachments=True)
+
+
+def _runbooks(out: Path) -> dict[str, Runbook]:
+    return {r.id: r for r in read_rows(FactoryPaths(out).stage_file("runbooks"), Runbook)}
+
+
+def _decisions(out: Path) -> dict[str, Decision]:
+    return {d.execution_id: d for d in read_rows(FactoryPaths(out).stage_file("decisions"), Decision)}
+
+
+def _rows(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "dataset.jsonl").read_text().splitlines()]
+
+
+def test_smoke_discovery_records_complementary_harnesses(out: Path) -> None:
+    report = json.loads((out / "report" / "report.json").read_text())
+    comp = report["complementarity"]
+    assert comp["solved_tasks"] == {"rsrt": ["hello-world", "largest-files-report"],
+                                    "statem": ["git-recover-lost-work"],
+                                    "terminus2": ["hello-world"]}
+    assert comp["union"] == 3 and comp["best_single"] == 2
+    assert (out / "report" / "upset.png").is_file()
+
+
+def test_smoke_compression_strips_rsrt_reflection_and_statem_state(out: Path) -> None:
+    sources = {s.id: s for s in read_rows(FactoryPaths(out).stage_file("sources"), Source)}
+    rsrt = sources["rsrt~largest-files-report~e1"]
+    assert {"reflection", "confirm"} <= {d["kind"] for d in rsrt.dropped}
+    text = "\n".join(m["content"] for m in rsrt.messages)
+    assert "FAILED (attempt" not in text and "Are you sure?" not in text
+    statem = sources["statem~git-recover-lost-work~e1"]
+    assert "[workflow]" not in "\n".join(m["content"] for m in statem.messages)
+    assert any(d["kind"] == "state_display" for d in statem.dropped)
+
+
+def test_smoke_runbook_quoting_hidden_test_is_rejected_then_revised(out: Path) -> None:
+    runbook = _runbooks(out)["statem~git-recover-lost-work~e1#k0"]
+    first, second = runbook.attempts
+    assert first.verdict.verdict == "reject" and first.verdict.stage == "deterministic"
+    assert "verifier leakage: 'check.py' (name of hidden test file tests/check.py)" in \
+        first.verdict.reasons
+    assert any("59f60e776126616d2cf7655fcee7cbf549e18e54" in r for r in first.verdict.reasons)
+    assert second.verdict.verdict == "accept" and runbook.accepted
+    assert "59f60e77" not in runbook.body.render()
+
+
+def test_smoke_model_critic_rejection_is_fed_back_to_the_planner(out: Path) -> None:
+    runbook = _runbooks(out)["terminus2~hello-world~e1#k1"]
+    first, second = runbook.attempts
+    assert first.verdict.stage == "model" and first.verdict.verdict == "reject"
+    assert "grader" in first.verdict.reasons[0]
+    assert second.verdict.verdict == "accept"
+    sample = next(s for s in _samples(out / "logs" / "plan") if s.id == runbook.id)
+    planner_calls = [e for e in sample.events if e.event == "model" and e.role == "planner"]
+    assert len(planner_calls) == 2
+    assert first.verdict.reasons[0] in planner_calls[1].input[-1].text
+    # The critic sees only the public task and the runbook, not the source trajectory.
+    critic_calls = [e for e in sample.events if e.event == "model" and e.role == "critic"]
+    assert all("Successful trajectory" not in m.text for e in critic_calls for m in e.input)
+
+
+def test_smoke_runbook_leaking_the_solution_is_never_accepted(out: Path) -> None:
+    runbook = _runbooks(out)["rsrt~largest-files-report~e1#k1"]
+    assert not runbook.accepted and len(runbook.attempts) == 2
+    assert all("reference solution solution/solve.sh" in " ".join(a.verdict.reasons)
+               for a in runbook.attempts)
+
+
+def test_smoke_execution_failing_the_verifier_is_dropped(out: Path) -> None:
+    decision = _decisions(out)["rsrt~largest-files-report~e1#k0#m1"]
+    assert not decision.kept and decision.reasons == ["failed the verifier (reward 0)"]
+
+
+def test_smoke_execution_with_underived_value_is_dropped(out: Path) -> None:
+    decision = _decisions(out)["statem~git-recover-lost-work~e1#k0#m0"]
+    executions = {e.id: e for e in read_rows(FactoryPaths(out).stage_file("executions"), Execution)}
+    assert executions[decision.execution_id].passed  # the verifier alone would have kept it
+    assert not decision.kept
+    assert decision.underived[0]["value"] == "59f60e776126616d2cf7655fcee7cbf549e18e54"
+    assert all(row["execution_id"] != decision.execution_id for row in _rows(out))
+
+
+def test_smoke_kept_rows_hold_only_the_public_terminus2_history(out: Path) -> None:
+    rows = _rows(out)
+    runbooks = _runbooks(out)
+    assert rows and {r["task"] for r in rows} == {"hello-world", "git-recover-lost-work"}
+    first_prompt_head = prompts.load(prompts.FIRST).split("$")[0].strip()
+    control = [line for line, _ in _control_lines()]
+    for row in rows:
+        text = _norm("\n".join(m["content"] for m in row["messages"]))
+        assert row["messages"][0]["content"].startswith(first_prompt_head)
+        assert [m["role"] for m in row["messages"]][:3] == ["user", "assistant", "user"]
+        for line in runbooks[row["runbook_id"]].body.lines():
+            assert _norm(line) not in text
+        assert "private guidance" not in text and "are you sure?" not in text
+        assert not any(c in text for c in control)
+        for column in ("task", "suite", "source_harness", "source_trajectory", "runbook_id",
+                       "execution_id", "reward", "turns", "tokens", "content_hash"):
+            assert row[column] is not None, column
+        assert row["reward"] == 1.0
+
+
+def test_smoke_runbook_reached_the_executor_only_privately(out: Path) -> None:
+    runbooks = _runbooks(out)
+    sample = next(s for s in _samples(out / "logs" / "execute")
+                  if s.id == "statem~git-recover-lost-work~e1#k1#m0")
+    calls = [e for e in sample.events if e.event == "model"]
+    guidance = runbooks["statem~git-recover-lost-work~e1#k1"].body.end_state
+    assert all(e.input[0].role == "system" and guidance in e.input[0].text for e in calls)
+    assert all(guidance not in m.text for m in sample.messages)
+
+
+def test_smoke_contamination_guard_refuses_the_eval_copy(out: Path) -> None:
+    assert all(r["task"] != "largest-files-report" for r in _rows(out))
+    card = (out / "DATASET_CARD.md").read_text()
+    assert "largest-files-report" in card and "disk-report" in card
+    direct = [json.loads(x) for x in (out / "baselines" / "direct-sft.jsonl").read_text().splitlines()]
+    assert {r["source_harness"] for r in direct} == {"terminus2", "rsrt", "statem"}
+    assert all(r["task"] != "largest-files-report" for r in direct)
+
+
+def test_smoke_dataset_is_saved_for_training(out: Path) -> None:
+    import datasets
+
+    from rsr.training.data import validate_row
+
+    ds = datasets.load_from_disk(str(out / "dataset"))
+    rows = _rows(out)
+    assert len(ds) == len(rows) == 5
+    for i, row in enumerate(rows):
+        validate_row(row, out / "dataset.jsonl", i)
+    assert "Funnel" in (out / "dataset" / "README.md").read_text()
+
+
+def test_smoke_adaptive_execution_and_status(out: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["factory", "status", str(SMOKE), "--output-dir", str(out)]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["remaining"] == []
+    assert status["adaptive"]["planned"] == 14 and status["adaptive"]["executed"] == 8
+    assert status["adaptive"]["saved"] == 6
+    f = status["funnel"]
+    assert (f["rollouts"], f["sources"], f["runbooks"], f["accepted"], f["executions"],
+            f["passed"], f["kept"]) == (9, 4, 8, 7, 8, 7, 6)
+    assert status["costs"]["per_kept"]["rollouts"] == round(17 / 6, 3)

@@ -1,0 +1,111 @@
+"""Reports, contamination guard and scripted-model rules, on synthetic records (no Docker)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from inspect_ai.model import ChatMessageAssistant, ChatMessageUser
+
+from rsr.errors import RsrError
+from rsr.factory.config import load_config
+from rsr.factory.export import EvalIndex, guard
+from rsr.factory.records import Execution, Rollout
+from rsr.factory.report import complementarity, similarity, upset_plot
+from rsr.factory.scripted import Fixture, choose
+from rsr.tasks.load import load_task
+
+ROOT = Path(__file__).resolve().parents[2]
+CORE = ROOT / "tasks" / "core"
+
+
+def _rollout(harness: str, task: str, passed: bool) -> Rollout:
+    return Rollout(id=f"{harness}~{task}", task=task, task_dir="/x", suite="core", harness=harness,
+                   epoch=1, passed=passed, reward=float(passed), turns=3, tokens=10,
+                   sandbox_seconds=1.0, log="l")
+
+
+def test_complementarity_counts_union_exclusive_and_shared_solves(tmp_path: Path) -> None:
+    rollouts = [_rollout("terminus2", "a", True), _rollout("statem", "a", True),
+                _rollout("rsrt", "a", True), _rollout("statem", "b", True),
+                _rollout("terminus2", "b", False), _rollout("rsrt", "c", True),
+                _rollout("rsrt", "c", False), _rollout("terminus2", "d", False)]
+    comp = complementarity(rollouts)
+    assert comp["tasks"] == 4 and comp["union"] == 3 and comp["best_single"] == 2
+    assert comp["union_gain"] == 1 and comp["all"] == 1
+    assert comp["exactly_one"] == {"rsrt": 1, "statem": 1, "terminus2": 0}
+    assert comp["harnesses"]["rsrt"] == {"rollouts": 3, "passed": 2, "solved": 2}
+    assert upset_plot(comp, tmp_path / "upset.png").stat().st_size > 1000
+
+
+def _execution(eid: str, runbook: str, commands: list[str], passed: bool = True) -> Execution:
+    reply = json.dumps({"analysis": "", "plan": "", "task_complete": False,
+                        "commands": [{"keystrokes": c + "\n", "duration": 0.1} for c in commands]})
+    return Execution(id=eid, runbook_id=runbook, source_id="s", task="t", suite="core", index=0,
+                     round=0, passed=passed, reward=float(passed), turns=1, tokens=1,
+                     sandbox_seconds=1.0, log="l",
+                     messages=[{"role": "user", "content": "p"},
+                               {"role": "assistant", "content": reply}])
+
+
+def test_similarity_compares_same_and_different_runbooks() -> None:
+    executions = [_execution("1", "r1", ["ls", "cat a", "make"]),
+                  _execution("2", "r1", ["ls", "make"]),
+                  _execution("3", "r2", ["pwd", "make", "ls"]),
+                  _execution("4", "r2", ["x"], passed=False)]
+    sim = similarity(executions)
+    same, diff = sim["same_runbook"], sim["different_runbooks"]
+    assert same == {"pairs": 1, "exact_command_overlap": round(2 / 3, 4),
+                    "command_order_similarity": round(2 / 3, 4)}
+    # (1,3): sets share ls, make of 4 -> 0.5; LCS 1 of 3. (2,3): 2 of 3 -> 0.667; LCS 1 of 3.
+    assert diff["pairs"] == 2
+    assert diff["exact_command_overlap"] == round((0.5 + 2 / 3) / 2, 4)
+    assert diff["command_order_similarity"] == round(1 / 3, 4)
+
+
+def _cfg(tmp_path: Path, export: str) -> object:
+    path = tmp_path / "factory.yaml"
+    path.write_text(f"output_dir: out\npool: {{suites: [core]}}\nmodels: {{model: m/x}}\n"
+                    f"export: {export}\n")
+    return load_config(path)
+
+
+def test_contamination_guard_refuses_an_eval_suite_task(tmp_path: Path) -> None:
+    index = EvalIndex.build(_cfg(tmp_path, "{eval_suites: [core, tb3]}"))
+    assert "tb3" in index.unavailable  # not on this machine: checked by suite name only
+    row = {"task_dir": str(CORE / "hello-world"), "suite": "core", "messages": []}
+    kept, refused = guard([row], index, allow=False)
+    assert kept == []
+    assert "task hello-world is from evaluation suite 'core'" in refused["hello-world"]
+    kept, _ = guard([row], index, allow=True)
+    assert "evaluation suite 'core'" in kept[0]["contamination"]
+
+
+def test_contamination_guard_finds_copied_instructions_and_files(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, f"{{eval_suites: [], eval_paths: [{ROOT}/examples/factory-smoke/eval-tasks]}}")
+    index = EvalIndex.build(cfg)
+    reasons = index.check(load_task(CORE / "largest-files-report"), "core")
+    assert any("100% of 8-word shingles" in r for r in reasons)
+    assert any("shares file tests/test_largest.py" in r or "shares file tests/test.sh" in r
+               for r in reasons)
+    assert index.check(load_task(CORE / "hello-world"), "core") == []
+
+
+FIXTURE = Fixture.model_validate({"rules": [
+    {"role": "executor", "task": "hello-*", "metadata": {"index": 1}, "replies": ["one"]},
+    {"role": "executor", "contains": "special", "replies": ["two"]},
+    {"role": "executor", "task": "hello-*", "replies": ["a", {"k": 1}]},
+]})
+
+
+def test_scripted_rules_pick_by_metadata_content_and_turn() -> None:
+    first = [ChatMessageUser(content="go")]
+    assert choose(FIXTURE, "executor", first, {"task_name": "hello-world", "index": 1}, 1,
+                  "terminus2") == "one"
+    assert choose(FIXTURE, "executor", [ChatMessageUser(content="a special case")],
+                  {"task_name": "other"}, 1, None) == "two"
+    later = [*first, ChatMessageAssistant(content="a"), ChatMessageUser(content="obs")]
+    assert choose(FIXTURE, "executor", later, {"task_name": "hello-world"}, 1, None) == '{"k": 1}'
+    with pytest.raises(RsrError, match="no rule for role=planner task=hello-world"):
+        choose(FIXTURE, "planner", first, {"task_name": "hello-world"}, 1, None)
