@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
+from rsr.errors import RsrError
 from rsr.report.leaderboard import LeaderboardEntry
 
 __all__ = ["DEFAULT_TEMPLATE", "README_END", "README_START", "build_site", "readme_table",
@@ -68,11 +69,9 @@ def update_readme(path: Path, entries: list[LeaderboardEntry], k: int = 3) -> No
 
 
 def _plot_suite(entries: list[LeaderboardEntry], suite: str, path: Path, k: int) -> None:
-    import matplotlib
+    from rsr.report.plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     rows = [e for e in _ranked(entries, [suite]) if suite in e.suites][::-1]
     fig, ax = plt.subplots(figsize=(7, 0.5 * max(len(rows), 1) + 1.4))
     names = [f"{e.model_name} ({e.harness})" for e in rows]
@@ -95,7 +94,10 @@ def _plot_suite(entries: list[LeaderboardEntry], suite: str, path: Path, k: int)
 def build_site(entries: list[LeaderboardEntry], out: Path, *, title: str, k: int = 3,
                template: str = DEFAULT_TEMPLATE) -> Path:
     """Write out/index.html and out/plots/<suite>.png; returns the page's path."""
-    import jinja2
+    try:
+        import jinja2
+    except ImportError as e:
+        raise RsrError("the leaderboard page needs jinja2: pip install 'rsr[report]'") from e
 
     suites = suites_of(entries)
     out.mkdir(parents=True, exist_ok=True)

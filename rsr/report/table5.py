@@ -314,11 +314,9 @@ def csv_rows(table: Table5) -> list[dict[str, object]]:
 
 
 def render_chart(table: Table5, path: Path) -> None:
-    import matplotlib
+    from rsr.report.plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     series = [(r.label, [_value(r.metrics.get(row.benchmark), row.metric) for row in table.rows],
                False) for r in table.runs]
     series += [(f"paper: {c}",
