@@ -449,9 +449,10 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
             + (f"; tasks not in the suite {extra}" if extra else "")
             + (f"; tasks with different content {changed}" if changed else "")
         )
+    present = {(str((s.metadata or {}).get("task_name") or s.id), s.epoch)
+               for s in samples.values()}
     absent = [f"{n}#{e}" for n in sorted(tasks) for e in range(1, epochs + 1)
-              if (n, e) not in {(str((s.metadata or {}).get("task_name") or s.id), s.epoch)
-                                for s in samples.values()}]
+              if (n, e) not in present]
     if absent:
         problems.append(f"{len(absent)} sample(s) missing from the log: "
                         f"{', '.join(absent[:10])}{' ...' if len(absent) > 10 else ''}")
