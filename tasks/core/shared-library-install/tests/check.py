@@ -9,13 +9,16 @@ import sys
 W = "/tmp/geomcheck"
 fails = []
 shutil.rmtree(W, ignore_errors=True)
-shutil.copytree("/tests/pristine", W)
-shutil.copy("/app/Makefile", f"{W}/Makefile")
-for extra in os.listdir("/app"):
-    # Helper files the Makefile may rely on (version scripts, .pc templates), never sources.
-    p = f"/app/{extra}"
-    if os.path.isfile(p) and extra.endswith((".map", ".in", ".ver", ".sym")):
-        shutil.copy(p, f"{W}/{extra}")
+# The agent's tree (Makefile plus any helper files such as version scripts or .pc templates), with
+# the library sources replaced by pristine copies and every build output removed.
+shutil.copytree("/app", W, symlinks=True)
+for d in ("src", "include"):
+    shutil.rmtree(f"{W}/{d}", ignore_errors=True)
+    shutil.copytree(f"/tests/pristine/{d}", f"{W}/{d}", copy_function=shutil.copyfile)
+for root, _, files in os.walk(W):
+    for f in files:
+        if f.endswith((".o", ".a")) or ".so" in f:
+            os.remove(os.path.join(root, f))
 
 
 def sh(cmd, cwd=W, env=None):
