@@ -1,4 +1,5 @@
 import csv
+import hashlib
 import json
 import os
 import random
@@ -212,8 +213,16 @@ def transfers():
     return ok
 
 
+# The data the agent was given; the reference replays /app/data only if it is unmodified.
+DATA_SHA256 = {'locations.txt': 'd7bf1b53e216160aa7bedc5d5e7ffeee4f9bd1efcccdef8a9b3fcf006e845334', 'products.csv': '569770ed7309674527d3341fe2c0738df6f234de8ac330db05f9f9bbf76aa418', 'movements.csv': '869852010af96c1343e69f64cbc07004f600229621b96fd2e58b5323fc0d7a56'}
+
+
 def initial_load():
-    d = "/tests/data"
+    d = "/app/data"
+    for name, digest in DATA_SHA256.items():
+        if hashlib.sha256(open(f"{d}/{name}", "rb").read()).hexdigest() != digest:
+            notes.append(f"load: {d}/{name} was modified")
+            return False
     locs = open(f"{d}/locations.txt").read().split()
     prods = list(csv.DictReader(open(f"{d}/products.csv")))
     m = Model([p["sku"] for p in prods], locs)

@@ -71,7 +71,7 @@ def main() -> int:
         print("FAIL: /app/jwtcheck missing or not executable")
         return 1
     bad = total = 0
-    for seed in range(3):
+    for seed in range(2):
         rng = random.Random(seed + 99)
         key = bytes(rng.randrange(256) for _ in range(24)) + b"\n"  # trailing newline is part of the key
         kf = os.path.join(tempfile.mkdtemp(), "k")
