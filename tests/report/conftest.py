@@ -73,6 +73,53 @@ def core_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Pa
     yield {name: root / name for name in ("oracle", "null", "scripted")}
 
 
+MILESTONE_TEST = """#!/bin/bash
+# Two milestones; reward is 1 only when both hold.
+mkdir -p /logs/verifier
+a=0; b=0
+[ "$(cat /app/first.txt 2>/dev/null)" = one ] && a=1
+[ "$(cat /app/second.txt 2>/dev/null)" = two ] && b=1
+r=$(( a * b ))
+echo "{\\"reward\\": $r, \\"first\\": $a, \\"second\\": $b}" > /logs/verifier/reward.json
+"""
+
+
+def milestone_suite(root: Path) -> Path:
+    """A one-task long-horizon-style suite: milestones `first` and `second`; its reference
+    solution reaches only the first, so every run earns process reward 0.5 and fails."""
+    task = root / "two-milestones"
+    (task / "environment").mkdir(parents=True)
+    (task / "tests").mkdir()
+    (task / "solution").mkdir()
+    shutil.copy(REPO / "tasks" / "core" / "hello-world" / "environment" / "Dockerfile",
+                task / "environment" / "Dockerfile")
+    (task / "instruction.md").write_text("Write `one` to /app/first.txt and `two` to "
+                                         "/app/second.txt.\n")
+    toml = (REPO / "tasks" / "core" / "hello-world" / "task.toml").read_text()
+    toml = toml.replace('name = "rsr-core/hello-world"', 'name = "rsr-test/two-milestones"')
+    toml = toml.replace("[metadata]\n", '[metadata]\nmilestones = ["first", "second"]\n')
+    (task / "task.toml").write_text(toml)
+    (task / "tests" / "test.sh").write_text(MILESTONE_TEST)
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\necho one > /app/first.txt\n")
+    return root
+
+
+@pytest.fixture(scope="session")
+def lhtb_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """`rsr/lhtb` run on a local one-task suite (`-T path=`), 3 epochs, partial solution."""
+    from inspect_ai import eval as inspect_eval
+
+    from rsr.harness.oracle import oracle
+    from rsr.tasks.inspect_tasks import lhtb
+
+    root = tmp_path_factory.mktemp("lhtb")
+    suite = milestone_suite(root / "suite")
+    logs = inspect_eval(lhtb(path=str(suite)), solver=oracle(), model="mockllm/model",
+                        epochs=EPOCHS, log_dir=str(root / "partial"), display="none")
+    assert logs[0].status == "success", logs[0].error
+    return {"suite": suite, "logs": root / "partial"}
+
+
 @pytest.fixture(scope="session")
 def log_of(core_runs: dict[str, Path]):  # noqa: ANN201 - returns a small lookup function
     def get(label: str) -> Path:

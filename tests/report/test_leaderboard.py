@@ -245,3 +245,17 @@ def test_validate_log_rejects_suite_drifted_from_its_pinned_digest(log_of, tmp_p
     with pytest.raises(RsrError, match=r"suites.core.digest pins sha256:0+ but the tasks on "
                        r"disk give sha256:"):
         validate_log(log_of("oracle"), load_board(board))
+
+
+def test_leaderboard_entry_does_carry_process_reward_of_a_long_horizon_suite(
+        lhtb_run, tmp_path: Path) -> None:
+    from rsr.report.leaderboard import build_entry
+
+    board = tmp_path / "b"
+    board.mkdir()
+    (board / "board.yaml").write_text(yaml.safe_dump({"suites": {"lhtb": {
+        "path": str(lhtb_run["suite"])}}}))
+    (log,) = lhtb_run["logs"].glob("*.eval")
+    entry = build_entry([validate_log(log, load_board(board))], model_name="m", harness="h")
+    m = entry.suites["lhtb"].metrics
+    assert (m.process, m.mean, m.n_tasks, m.n_runs) == (0.5, 0.0, 1, 3)

@@ -90,3 +90,17 @@ def test_read_runs_does_prefer_the_newest_finished_log(core_runs, tmp_path: Path
     newest = max((read_run(f) for f in folder.glob("*.eval")), key=lambda r: r.created)
     assert runs["core"].path.name == newest.path.name
     assert len(notes) == 1 and "skipped" in notes[0]
+
+
+def test_table5_does_report_lhtb_process_reward_from_a_real_partial_run(
+        lhtb_run, tmp_path: Path) -> None:
+    run = read_run(next(lhtb_run["logs"].glob("*.eval")))
+    assert (run.task, run.benchmark) == ("rsr/lhtb", "lhtb")
+    paths = write_table5(build_table5([lhtb_run["logs"]], ["RSR"]), tmp_path)
+    rows = _rows(paths["csv"])
+    lhtb = rows[("lhtb", "RSR")]
+    assert float(lhtb["process"]) == 0.5 and float(lhtb["pass_at_3"]) == 0.0
+    assert float(lhtb["paper_process"]) == 0.29
+    md = paths["md"].read_text()
+    assert ("| Long-Horizon Terminal Bench (LHTB), process reward | 1 | 0.50 ± 0.00 | "
+            "0.21 | 0.25 | 0.29 |") in md
