@@ -25,6 +25,10 @@ from rsr.factory.config import ROLES, FactoryConfig, Role
 EXCLUDE_FIELDS = {"events", "events_data", "timelines"}
 
 
+class FactoryInterrupted(RsrError):
+    """A stage was interrupted (Ctrl-C); its finished samples stay in the ledger."""
+
+
 @dataclass(frozen=True)
 class FactoryPaths:
     root: Path
@@ -110,12 +114,15 @@ def run_eval(cfg: FactoryConfig, tasks: Sequence[Task], log_dir: Path, model: Mo
         log_dir=str(log_dir), log_format="eval", display="none", log_buffer=1,
         max_samples=conc.max_samples, max_sandboxes=conc.max_sandboxes if sandboxed else None,
         fail_on_error=False, retry_on_error=conc.retry_on_error or None, score_display=False)
+    # A Ctrl-C makes Inspect cancel the run and return (not raise): stop the factory here, so
+    # that no later round or stage decides anything from a partial ledger.
+    if len(logs) < len(tasks) or any(log.status in ("cancelled", "started") for log in logs):
+        raise FactoryInterrupted(f"interrupted; finished samples are kept in {log_dir}: "
+                                 "run the same command again to resume")
     for log in logs:
         if log.status == "error":
             raise RsrError(f"{log_dir}: stage eval failed: {log.error.message if log.error else '?'}"
                            f" (open the log with `inspect view --log-dir {log_dir}`)")
-        if log.status == "cancelled":
-            raise KeyboardInterrupt
     return logs
 
 
