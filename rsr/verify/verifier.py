@@ -8,8 +8,11 @@ clear explanation, never an exception.
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import tarfile
+import time
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
@@ -18,6 +21,23 @@ from rsr.tasks.load import TESTS_MOUNT, VERIFIER_LOG_DIR, LoadedTask
 from rsr.tasks.models import expand_env
 
 OUTPUT_CAP = 8_000
+TESTS_ARCHIVE = "/tmp/.rsr-tests.tar"
+
+
+def tests_archive(task: LoadedTask) -> bytes:
+    """The verifier's files as a tar archive with absolute container paths (modes kept)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for container_path, host_path in sorted(task.test_files().items()):
+            info = tar.gettarinfo(str(host_path), arcname=container_path.lstrip("/"))
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            info.mode |= 0o444
+            if container_path.endswith(".sh"):
+                info.mode |= 0o755
+            with open(host_path, "rb") as f:
+                tar.addfile(info, f)
+    return buf.getvalue()
 
 
 class VerifierResult(BaseModel):
@@ -110,8 +130,6 @@ def parse_reward(
 
 async def verify(task: LoadedTask, sbx: SandboxLike | None = None) -> VerifierResult:
     """Copy tests/ to /tests, run the verifier with its timeout and env, read the reward."""
-    import time
-
     if sbx is None:
         from inspect_ai.util import sandbox as current_sandbox
 
@@ -119,12 +137,16 @@ async def verify(task: LoadedTask, sbx: SandboxLike | None = None) -> VerifierRe
 
     cfg = task.config.verifier
     started = time.monotonic()
-    reset = f"rm -rf {TESTS_MOUNT} {VERIFIER_LOG_DIR} && mkdir -p {TESTS_MOUNT} {VERIFIER_LOG_DIR}"
-    await sbx.exec(["bash", "-c", reset], user="root", timeout=60)
-    for container_path, host_path in task.test_files().items():
-        await sbx.write_file(container_path, host_path.read_bytes())
-    perms = f"chmod -R a+rX {TESTS_MOUNT}; chmod +x {TESTS_MOUNT}/*.sh 2>/dev/null; chmod 777 {VERIFIER_LOG_DIR}"
-    await sbx.exec(["bash", "-c", perms], user="root", timeout=60)
+    # One archive and one exec instead of a copy per file: sandbox calls dominate verifier time.
+    await sbx.write_file(TESTS_ARCHIVE, tests_archive(task))
+    setup = (f"rm -rf {TESTS_MOUNT} {VERIFIER_LOG_DIR} && mkdir -p {TESTS_MOUNT} {VERIFIER_LOG_DIR} && "
+             f"tar -xf {TESTS_ARCHIVE} -C / && rm -f {TESTS_ARCHIVE} && chmod -R a+rX {TESTS_MOUNT} && "
+             f"chmod 777 {VERIFIER_LOG_DIR}")
+    prepared = await sbx.exec(["sh", "-c", setup], user="root", timeout=120)
+    if not prepared.success:
+        return VerifierResult(passed=False, reward=0.0, process=0.0, error="setup_failed",
+                              explanation=f"could not install the tests: {prepared.stderr.strip()[:500]}",
+                              duration_sec=time.monotonic() - started)
 
     env = {k: expand_env(v) for k, v in cfg.env.items()}
     timeout = max(1, int(math.ceil(cfg.timeout_sec)))
@@ -140,11 +162,11 @@ async def verify(task: LoadedTask, sbx: SandboxLike | None = None) -> VerifierRe
     duration = time.monotonic() - started
 
     reward_text, kind = None, None
-    for name, k in (("reward.json", "json"), ("reward.txt", "txt")):
-        probe = await sbx.exec(["bash", "-c", f"cat {VERIFIER_LOG_DIR}/{name}"], user="root", timeout=60)
-        if probe.success:
-            reward_text, kind = probe.stdout, k
-            break
+    probe = await sbx.exec(["sh", "-c", f"cd {VERIFIER_LOG_DIR} && if [ -f reward.json ]; then echo json; "
+                                        "cat reward.json; elif [ -f reward.txt ]; then echo txt; cat reward.txt; fi"],
+                           user="root", timeout=60)
+    if probe.success and probe.stdout.strip():
+        kind, _, reward_text = probe.stdout.partition("\n")
     if reward_text is None or kind is None:
         why = "test script crashed" if result.returncode not in (0, 1) else "no reward file"
         return VerifierResult(
