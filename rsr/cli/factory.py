@@ -18,6 +18,8 @@ def run(
     stage: list[str] = typer.Option(None, "--stage", help="Run only these stages (repeatable): "
                                     "discover, compress, plan, execute, filter, export."),
     output_dir: Path | None = typer.Option(None, "--output-dir", help="Override output_dir."),
+    display: str | None = typer.Option(None, "--display", help="factory (stage progress bar) "
+                                       "or inspect (Inspect's per-sample display)."),
 ) -> None:
     """Run all stages (or the ones named), resuming from the ledger in output_dir."""
     from rsr.errors import RsrError
@@ -25,6 +27,10 @@ def run(
     from rsr.factory.pipeline import run as run_pipeline
 
     cfg = load_config(config, output_dir)
+    if display is not None:
+        if display not in ("factory", "inspect"):
+            raise RsrError(f"--display {display}: use factory or inspect")
+        cfg.display = display  # type: ignore[assignment]
     for s in stage or []:
         if s not in STAGES:
             raise RsrError(f"--stage {s}: unknown stage; stages: {', '.join(STAGES)}")

@@ -143,10 +143,13 @@ class FactoryConfig(_Strict):
     export: ExportConfig = Field(default_factory=ExportConfig)
     concurrency: ConcurrencyConfig = Field(default_factory=ConcurrencyConfig)
     budgets: BudgetConfig = Field(default_factory=BudgetConfig)
+    display: Literal["factory", "inspect"] = Field(
+        "factory", description="factory: one progress bar over the stages; inspect: Inspect's "
+                               "own per-sample task display for every stage eval.")
     source_path: Path | None = Field(None, exclude=True)
 
     def digest(self) -> str:
-        data = self.model_dump(mode="json", exclude={"source_path"})
+        data = self.model_dump(mode="json", exclude={"source_path", "display"})
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 

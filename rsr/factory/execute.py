@@ -10,7 +10,7 @@ once it has enough passes, and the rollouts not run are reported as saved.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from string import Template
 
 from inspect_ai import Task
@@ -24,6 +24,8 @@ from rsr.factory.discover import score_of
 from rsr.factory.ledger import (
     FactoryPaths,
     StageCost,
+    State,
+    budget_left,
     completed_samples,
     run_eval,
     sample_seconds,
@@ -101,7 +103,9 @@ def _stop_reason(cfg: FactoryConfig, runbook: Runbook, by_runbook: dict[str, lis
     return None
 
 
-def run(cfg: FactoryConfig, paths: FactoryPaths, rollouts_left: int | None = None) -> Schedule:
+def run(cfg: FactoryConfig, paths: FactoryPaths, state: State | None = None) -> Schedule:
+    """Execute in rounds; budgets (rollouts, tokens, sandbox minutes over all stages so far)
+    are checked before every round."""
     runbooks = [r for r in read_rows(paths.stage_file("runbooks"), Runbook) if r.accepted]
     log_dir = paths.logs("execute")
     schedule = Schedule(planned=len(runbooks) * cfg.execute.m)
@@ -136,11 +140,15 @@ def run(cfg: FactoryConfig, paths: FactoryPaths, rollouts_left: int | None = Non
                                "round": round_, "candidate": runbook.candidate,
                                GUIDANCE_KEY: guidance_text(runbook)}
             samples.append(sample)
-        if rollouts_left is not None:
-            if len(samples) > rollouts_left:
-                schedule.budget_stop = f"rollout budget left {rollouts_left} < {len(samples)}"
-            samples = samples[:rollouts_left]
-            rollouts_left -= len(samples)
+        spent = State(costs={**(state.costs if state else {}),
+                             "execute": {k: float(v) for k, v in asdict(cost(paths)).items()}})
+        left, exhausted = budget_left(cfg, spent)
+        if exhausted and samples:
+            schedule.budget_stop = f"{exhausted} before round {round_}"
+            break
+        if left is not None and len(samples) > left:
+            schedule.budget_stop = f"rollout budget: {left} left for {len(samples)} executions"
+            samples = samples[:left]
         if samples:
             run_eval(cfg, [Task(name=f"execute_r{round_}", dataset=MemoryDataset(samples),
                                 solver=as_solver(agent_), scorer=verifier(),

@@ -111,7 +111,8 @@ def run_eval(cfg: FactoryConfig, tasks: Sequence[Task], log_dir: Path, model: Mo
     conc = cfg.concurrency
     logs = inspect_eval(
         list(tasks), model=model, model_roles=role_models(cfg) if roles else None,
-        log_dir=str(log_dir), log_format="eval", display="none", log_buffer=1,
+        log_dir=str(log_dir), log_format="eval", log_buffer=1,
+        display="rich" if cfg.display == "inspect" else "none",
         max_samples=conc.max_samples, max_sandboxes=conc.max_sandboxes if sandboxed else None,
         fail_on_error=False, retry_on_error=conc.retry_on_error or None, score_display=False)
     # A Ctrl-C makes Inspect cancel the run and return (not raise): stop the factory here, so

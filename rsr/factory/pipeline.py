@@ -55,18 +55,16 @@ def run_stage(cfg: FactoryConfig, paths: FactoryPaths, state: State, stage: str,
         rows = read_rows(paths.stage_file("runbooks"), Runbook)
         return f"{sum(r.accepted for r in rows)}/{len(rows)} runbooks accepted"
     if stage == "execute":
-        left, exhausted = budget_left(cfg, state)
-        if exhausted:
-            return f"skipped: {exhausted}"
-        schedule = execute.run(cfg, paths, rollouts_left=left)
+        schedule = execute.run(cfg, paths, state)
         if keep:
             execute.collect(paths, keep)
         state.costs["execute"] = _cost_dict(execute.cost(paths))
         state.notes["adaptive"] = {"planned": schedule.planned, "executed": schedule.executed,
                                    "saved": schedule.saved, "stopped": schedule.stopped,
                                    "budget_stop": schedule.budget_stop}
+        budget = f"; stopped by {schedule.budget_stop}" if schedule.budget_stop else ""
         return (f"{schedule.executed} executions ({schedule.saved} of {schedule.planned} "
-                f"planned saved by adaptive stopping)")
+                f"planned not run{budget})")
     if stage == "filter":
         decisions, cost = filter_stage.run(cfg, paths)
         state.costs["filter"] = _cost_dict(cost)
@@ -97,16 +95,18 @@ def run(cfg: FactoryConfig, stages: Sequence[str] | None = None,
                       "ids still match")
     state.config_digest = cfg.digest()
     todo = list(stages or STAGES)
+    # Inspect's own display is a live display too: only one of them may own the terminal.
     with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
                   TextColumn("{task.completed}/{task.total} stages"), TimeElapsedColumn(),
-                  console=console, transient=False) as progress:
+                  console=console, transient=False,
+                  disable=cfg.display == "inspect") as progress:
         bar = progress.add_task("factory", total=len(todo))
         for stage in todo:
             progress.update(bar, description=f"{stage}")
             summary = run_stage(cfg, paths, state, stage, console)
             state.finished[stage] = datetime.now(UTC).isoformat()
             state.save(paths.state_file)
-            progress.console.print(f"[green]{stage}[/green]: {summary}")
+            console.print(f"[green]{stage}[/green]: {summary}")
             progress.advance(bar)
     if "export" in todo:
         md, _ = report.write(paths)

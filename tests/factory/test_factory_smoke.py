@@ -3,6 +3,7 @@ models for every role (examples/factory-smoke/fixture.yaml). One run, several pr
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,9 +13,11 @@ from inspect_ai.log import EvalSample, read_eval_log_samples
 
 from rsr.cli.main import main
 from rsr.factory.critique import _control_lines, _norm
+from rsr.factory.execute import guidance_text
 from rsr.factory.ledger import FactoryPaths
 from rsr.factory.records import Decision, Execution, Runbook, Source, read_rows
 from rsr.harness import prompts
+from rsr.harness.terminus2 import STORE_SETTINGS
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -142,6 +145,11 @@ def test_smoke_runbook_reached_the_executor_only_privately(out: Path) -> None:
     guidance = runbooks["statem~git-recover-lost-work~e1#k1"].body.end_state
     assert all(e.input[0].role == "system" and guidance in e.input[0].text for e in calls)
     assert all(guidance not in m.text for m in sample.messages)
+    # The harness settings in the log pin the guidance by digest, not by text.
+    settings = sample.store[STORE_SETTINGS]
+    text = guidance_text(runbooks["statem~git-recover-lost-work~e1#k1"])
+    assert settings["private_guidance_sha256"] == hashlib.sha256(text.encode()).hexdigest()
+    assert "private_guidance" not in settings
 
 
 def test_smoke_contamination_guard_refuses_the_eval_copy(out: Path) -> None:
