@@ -22,6 +22,7 @@ from rsr.harness import prompts
 from rsr.harness.protocol import Reply, ReplyFormat, StateMReply
 from rsr.harness.terminus2 import (
     OBSERVATION_LIMIT,
+    Review,
     TerminalHarness,
     Terminus2Config,
     WaitMode,
@@ -79,11 +80,10 @@ class Workflow:
     def history_text(self) -> str:
         return " > ".join(f"{state}@{turn}" for state, turn in self.history[-12:])
 
-    def display(self, note: str = "") -> str:
+    def display(self) -> str:
         return prompts.render(prompts.STATEM_DISPLAY, state=self.state,
                               history=self.history_text(),
-                              allowed=", ".join(EDGES[self.state]),
-                              note=f"\n[workflow] {note}" if note else "").rstrip("\n")
+                              allowed=", ".join(EDGES[self.state])).rstrip("\n")
 
 
 class StateMHarness(TerminalHarness):
@@ -93,37 +93,37 @@ class StateMHarness(TerminalHarness):
     def __init__(self, config: Terminus2Config) -> None:
         super().__init__(config)
         self.workflow = Workflow()
-        self._note = ""
+        self._ran_commands = False
 
     def extra_instructions(self) -> str:
         transitions = "; ".join(f"{s} -> {', '.join(t)}" for s, t in EDGES.items())
         return prompts.render(prompts.STATEM, self.config.prompt_version,
                               transitions=transitions).rstrip("\n")
 
-    def review(self, reply: Reply) -> tuple[bool, list[str]]:
+    def review(self, reply: Reply) -> Review:
         assert isinstance(reply, StateMReply)
         target = (reply.next_state or self.workflow.state).strip().lower()
         refusal = self.workflow.check(target, self.turn)
+        notes: list[str] = []
         if refusal is None:
             self.workflow.move(target, self.turn)  # type: ignore[arg-type]
-            self._note = ""
         else:
+            # The commands were meant for the refused state: none of them is typed.
             self.workflow.refusals += 1
-            self._note = f"move to {target} refused: {refusal}. You stay in {self.workflow.state}."
-        notes: list[str] = []
+            notes.append(f"[workflow] move to {target} refused: {refusal}. You stay in "
+                         f"{self.workflow.state}; nothing was typed this turn.")
         allowed = self.workflow.state == "done"
         if reply.task_complete and not allowed:
-            self._note += (" " if self._note else "") + (
-                f"task_complete ignored: completion is only accepted in done "
-                f"(you are in {self.workflow.state}).")
-        return allowed, notes
+            notes.append("[workflow] task_complete ignored: completion is only accepted in "
+                         f"done (you are in {self.workflow.state}).")
+        self._ran_commands = refusal is None
+        return Review(allow_complete=allowed, run_commands=refusal is None, notes=notes)
 
     def after_turn(self, reply: Reply) -> None:
-        self.workflow.record_commands(self.turn, bool(reply.commands))
+        self.workflow.record_commands(self.turn, self._ran_commands and bool(reply.commands))
 
     def display(self) -> str:
-        note, self._note = self._note, ""
-        return self.workflow.display(note)
+        return self.workflow.display()
 
     def result_extra(self) -> dict[str, object]:
         return {"final_state": self.workflow.state,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -35,7 +36,7 @@ from rsr.harness.context import (
     hand_off,
     is_overflow_error,
 )
-from rsr.harness.control import Kind, assistant_message, user_message
+from rsr.harness.control import Kind, assistant_message, turn_meta, user_message
 from rsr.harness.protocol import Reply, ReplyFormat, parse_reply
 from rsr.harness.tmux import TmuxError, TmuxSession
 from rsr.harness.tmux_install import ensure_tmux
@@ -72,6 +73,16 @@ class Terminus2Config(BaseModel):
         None, description="Text put before the conversation in every model call as a system "
                           "message and never recorded in the run's messages (RSR executor "
                           "runbooks). Logs record only its sha256.")
+
+
+@dataclass
+class Review:
+    """A harness's verdict on a parsed reply, before anything is typed."""
+
+    allow_complete: bool = True
+    run_commands: bool = True
+    notes: list[str] = field(default_factory=list)
+    """Control text shown to the model with the next observation."""
 
 
 def cap_observation(text: str, limit: int = OBSERVATION_LIMIT) -> str:
@@ -122,9 +133,9 @@ class TerminalHarness:
         """Text added after the reply format in the first prompt and hand-offs."""
         return ""
 
-    def review(self, reply: Reply) -> tuple[bool, list[str]]:
-        """Called before a reply's commands run: (completion allowed, notes for the model)."""
-        return True, []
+    def review(self, reply: Reply) -> Review:
+        """Called before a reply's commands run: may withhold them or the completion."""
+        return Review()
 
     def after_turn(self, reply: Reply) -> None:
         """Called after a reply's commands ran and their output was read."""
@@ -293,12 +304,12 @@ class TerminalHarness:
         if parsed.warnings:
             transcript().info("auto-corrected reply: " + " ".join(parsed.warnings),
                               source=self.name)
-        completion_allowed, notes = self.review(reply)
+        review = self.review(reply)
 
         # wait_s is the time spent typing and waiting (one exec per command in adaptive mode);
         # with a fixed wait, the pure sleep is what counts as waiting.
         wait_s = 0.0
-        for command in reply.commands:
+        for command in reply.commands if review.run_commands else []:
             waited = await self._tmux.send_and_wait(
                 command.keystrokes, command.duration,
                 adaptive=self.config.wait_mode == "adaptive")
@@ -310,7 +321,7 @@ class TerminalHarness:
         self._record_timing(timing, turn_start, wait_s)
         reply_message.metadata["rsr"]["timing"] = dict(timing)  # type: ignore[index]
 
-        complete = reply.task_complete and completion_allowed
+        complete = reply.task_complete and review.allow_complete
         if complete and pending_confirm:
             message = await self.on_completed(observation)
             if message is None:
@@ -324,7 +335,7 @@ class TerminalHarness:
         if parsed.warnings:
             extras.append(prompts.render(prompts.PARSE_WARNING, self.config.prompt_version,
                                          warnings=" ".join(parsed.warnings)).rstrip("\n"))
-        extras += notes
+        extras += review.notes
         display = self.display()
         if display:
             extras.append(display)
@@ -353,6 +364,14 @@ class TerminalHarness:
         self.messages.append(message)
         if context:
             self.context.append(message)
+        meta = turn_meta(message)
+        if meta is not None and meta.control and message.role == "user" \
+                and meta.kind != "state_display":
+            # Shown in `inspect view`'s transcript, so a reader sees which words the harness
+            # (not the task or the terminal) put in front of the model.
+            words = "\n\n".join(meta.control_parts) if meta.control_parts else message.text
+            transcript().info(f"harness control ({meta.kind}):\n{words}",
+                              source=f"rsr/{self.name} control")
 
     def _record_timing(self, timing: dict[str, float], turn_start: float, wait_s: float) -> None:
         total = time.monotonic() - turn_start

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from harness_scripted import WRITE_HELLO, WRITE_WRONG, kinds, passed, reply, run
+from harness_scripted import WRITE_HELLO, WRITE_WRONG, kinds, output, passed, reply, run
 
 from rsr.harness.control import turn_meta
 from rsr.harness.rsrt import rsrt
@@ -35,14 +35,46 @@ def test_statem_refuses_done_until_verification_output_was_seen():
     assert passed(sample) == 1.0
 
 
-def test_statem_rejects_skipping_the_plan():
+def test_statem_refused_move_types_nothing_and_the_run_fails():
     sample = run(statem(wait_mode="adaptive", max_episodes=2), [
-        reply(WRITE_HELLO, next_state="act"),
+        reply(WRITE_HELLO, next_state="act"),               # skipping plan: refused
         reply(next_state="done", complete=True),
     ])
     texts = [m.text for m in sample.messages if m.role == "user"]
-    assert any("understand -> act is not an allowed move" in t for t in texts)
-    assert sample.store[STORE_RESULT]["final_state"] == "understand"
+    assert any("understand -> act is not an allowed move" in t and "nothing was typed" in t
+               for t in texts)
+    result = sample.store[STORE_RESULT]
+    assert result["final_state"] == "understand" and result["end_reason"] == "max_episodes"
+    assert passed(sample) == 0.0
+
+
+def test_statem_state_survives_summarisation():
+    script = iter([
+        reply(next_state="plan", plan="write then check"),
+        # ~10 kB of listing (the observation cap) fills the context and forces a hand-off
+        reply(("ls -la /usr/lib/x86_64-linux-gnu\n", 0.5), next_state="act"),
+        reply(WRITE_HELLO, next_state="act"),
+        reply(("cat /app/hello.txt\n", 0.5), next_state="verify"),
+        reply(next_state="done", complete=True),
+        reply(next_state="done", complete=True),
+    ])
+
+    def generate(messages, tools, tool_choice, config):
+        size = sum(len(m.text) for m in messages)
+        if "hand-over summary" in messages[-1].text:
+            return output("Planned; listed /usr/lib; nothing written yet.", size // 4)
+        if "questions" in messages[-1].text or "operator who takes over" in messages[-1].text:
+            return output("none", size // 4)
+        return output(next(script), size // 4)
+
+    sample = run(statem(wait_mode="adaptive", context_window=4000, summarise_free_tokens=1000),
+                 generate)
+    found = kinds(sample)
+    handoff = sample.messages[found.index("handoff")]
+    assert "[workflow] state: act" in handoff.text and "next_state" in handoff.text
+    result = sample.store[STORE_RESULT]
+    assert result["compactions"] and result["final_state"] == "done"
+    assert passed(sample) == 1.0
 
 
 def test_rsrt_reflects_after_failed_hidden_verification_then_passes():
@@ -64,6 +96,15 @@ def test_rsrt_reflects_after_failed_hidden_verification_then_passes():
     assert [v["passed"] for v in result["verifications"]] == [False, True]
     assert result["end_reason"] == "verified"
     assert passed(sample) == 1.0
+
+
+def test_rsrt_budget_stops_the_run_and_the_sample_is_scored():
+    sample = run(rsrt(wait_mode="fixed", budget_minutes=0.08), [
+        reply(("sleep 30\n", 25.0)), reply(WRITE_HELLO), reply(complete=True)])
+    assert sample.error is None
+    result = sample.store[STORE_RESULT]
+    assert result["end_reason"] == "agent_timeout" and result["elapsed_sec"] < 15
+    assert passed(sample) == 0.0
 
 
 def test_rsrt_stops_at_reflection_limit_and_is_scored():
