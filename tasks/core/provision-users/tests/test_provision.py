@@ -1,4 +1,4 @@
-import crypt  # noqa: deprecated in 3.11 but present; verifies yescrypt/sha512 hashes
+import crypt  # deprecated since 3.11 but present; verifies the yescrypt hashes chpasswd writes
 import csv
 import grp
 import os
