@@ -125,3 +125,21 @@ def new(
     task_dir = scaffold_task(root, name, category, difficulty, milestones)
     Console().print(f"created {task_dir}\nnext: edit it, then `rsr tasks lint {task_dir}` and "
                     f"`rsr tasks check {task_dir}`", highlight=False)
+
+
+@app.command()
+def catalog(
+    root: Path = typer.Argument(Path("tasks/core"), help="Suite directory."),
+    check_only: bool = typer.Option(False, "--check", help="Exit 1 if the README table is out of date."),
+) -> None:
+    """Regenerate the task table in ROOT/README.md (category, difficulty, milestones, description)."""
+    from rsr.tasks.catalog import write_catalog
+
+    readme = root / "README.md"
+    before = readme.read_text() if readme.is_file() else ""
+    write_catalog(root)
+    if check_only and readme.read_text() != before:
+        readme.write_text(before) if before else readme.unlink()
+        Console().print(f"[red]{readme} is out of date[/red]: run `rsr tasks catalog {root}`")
+        raise typer.Exit(1)
+    Console().print(f"wrote {readme}")

@@ -180,3 +180,7 @@ def test_tasks_new_scaffold_passes_lint(tmp_path: Path, capsys: pytest.CaptureFi
     task = load_task(tmp_path / "my-task")
     assert task.config.milestones == ["counted", "reported"]
     assert main(["tasks", "lint", str(tmp_path)]) == 0
+
+
+def test_core_readme_table_is_up_to_date(capsys: pytest.CaptureFixture) -> None:
+    assert main(["tasks", "catalog", str(REPO / "tasks/core"), "--check"]) == 0
