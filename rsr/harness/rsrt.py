@@ -122,7 +122,15 @@ class RSRTHarness(TerminalHarness):
     async def _verify_and_reflect(self, terminal_state: str, trigger: str) -> ChatMessage | None:
         assert self._sbx is not None
         started = time.monotonic()
-        result = await verify_in_copy(self._sbx, self.metadata)
+        try:
+            result = await verify_in_copy(self._sbx, self.metadata)
+        except (VerifierCopyError, OSError) as e:
+            # Without a copy there is nothing safe to reflect on: stop, the scorer still runs.
+            self.verifications.append({"turn": self.turn, "trigger": trigger, "error": str(e)})
+            transcript().info(f"hidden verification unavailable, stopping: {e}",
+                              source="rsr/rsrt")
+            self.end_reason = "completed" if trigger == "completed" else "max_episodes"
+            return None
         record = {"turn": self.turn, "trigger": trigger, "passed": result.passed,
                   "reward": result.reward, "seconds": round(time.monotonic() - started, 2)}
         self.verifications.append(record)

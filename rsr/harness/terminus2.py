@@ -126,6 +126,7 @@ class TerminalHarness:
         self._model: Model | None = None
         self._tmux: TmuxSession | None = None
         self._sbx: SandboxEnvironment | None = None
+        self._window: int | None = None
 
     # ------------------------------------------------------------------ hooks
 
@@ -212,13 +213,15 @@ class TerminalHarness:
             return self.config.context_window
         if self._model is None:
             return None
-        from inspect_ai.model._model_info import get_model_info
+        if self._window is None:
+            from inspect_ai.model._model_info import get_model_info
 
-        try:
-            info = get_model_info(self._model)
-        except Exception:  # unknown models: no proactive summarising, errors still degrade
-            return None
-        return info.context_length if info is not None else None
+            try:
+                info = get_model_info(self._model)
+            except Exception:  # unknown models: no proactive summarising, errors still degrade
+                info = None
+            self._window = (info.context_length if info is not None else None) or 0
+        return self._window or None
 
     def reply_format_text(self) -> str:
         name = prompts.FORMAT_XML if self.config.reply_format == "xml" else prompts.FORMAT_JSON
@@ -240,7 +243,8 @@ class TerminalHarness:
                                 str(self.metadata.get("task_name", "")))
         if how == "installed":
             transcript().info("tmux was missing and has been installed", source=self.name)
-        self._tmux = TmuxSession(self._sbx, cwd=self.metadata.get("workdir"))
+        self._tmux = TmuxSession(self._sbx, cwd=self.metadata.get("workdir"),
+                                 user=_agent_user(self.metadata))
         await self._tmux.start()
         screen = await self._observe()
 
@@ -463,6 +467,15 @@ class TerminalHarness:
         transcript().info(f"context compacted (level {handoff.level}): {reason}",
                           source=self.name)
         return handoff.level
+
+
+def _agent_user(metadata: dict[str, Any]) -> str | None:
+    """The task's `[agent] user` (the shell runs as that user), when the sample is an rsr task."""
+    if not metadata.get("task_dir"):
+        return None
+    from rsr.tasks.load import task_from_metadata
+
+    return task_from_metadata(metadata).config.agent.user
 
 
 def _instruction(messages: list[ChatMessage]) -> str:

@@ -91,7 +91,9 @@ class TmuxSession:
         conf = f"/tmp/{self.name}.tmux.conf"
         cwd = f"-c {shlex.quote(self.cwd)} " if self.cwd else ""
         # history-limit only applies to panes created after it is set: pass it via -f.
+        # A session left by an earlier run in the same sandbox is replaced, not joined.
         await self._sh(
+            f"tmux kill-session -t {self.name} 2>/dev/null; "
             f"printf 'set -g history-limit {self.history_limit}\\n' > {conf} && "
             f"tmux -f {conf} new-session -d -s {self.name} -x {self.width} -y {self.height} "
             f"{cwd}bash --login"
