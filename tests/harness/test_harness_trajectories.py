@@ -74,6 +74,9 @@ def test_trajectories_export_atif_and_messages_without_secrets(tmp_path, monkeyp
     kinds = {r["kind"] for r in row["removed"]}
     assert {"invalid_reply", "parse_error", "state_display", "confirm"} <= kinds
     assert row["source_harness"] == "statem" and row["passed"] is True
+    training = pytest.importorskip("rsr.training.data")
+    parsed = training.TrajectoryRow.model_validate(row)
+    assert training._structure_problem(parsed.messages) is None  # the trainer accepts it
     assert row["prompt_version"] == prompts.PROMPT_VERSION
 
 
