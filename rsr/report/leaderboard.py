@@ -186,24 +186,16 @@ def expected_value(score_metadata: dict[str, Any]) -> tuple[float, float, float]
     metrics = score_metadata.get("metrics") or {}
     if not isinstance(metrics, dict) or not metrics:
         raise ValueError("score metadata has no reward metrics")
+    from rsr.verify.verifier import outcome, total_reward
+
     values = {str(k): float(v) for k, v in metrics.items()}
-    if "reward" in values:
-        reward = values["reward"]
-    elif len(values) == 1:
-        reward = next(iter(values.values()))
-    else:
-        reward = min(values.values())
-    passed = 1.0 if reward >= 1.0 - TOL else 0.0
-    milestones = score_metadata.get("milestones") or {}
-    if milestones:
-        process = sum(min(max(float(v), 0.0), 1.0) for v in milestones.values()) / len(milestones)
-        for name, v in milestones.items():
-            if name in values and not math.isclose(values[name], float(v), abs_tol=TOL):
-                raise ValueError(f"milestone {name!r} = {v} but the reward file says "
-                                 f"{values[name]}")
-    else:
-        process = passed
-    return passed, reward, process
+    reward = total_reward(values)
+    milestones = {str(k): float(v) for k, v in (score_metadata.get("milestones") or {}).items()}
+    for name, v in milestones.items():
+        if name in values and not math.isclose(values[name], v, abs_tol=TOL):
+            raise ValueError(f"milestone {name!r} = {v} but the reward file says {values[name]}")
+    passed, process = outcome(reward, milestones)
+    return (1.0 if passed else 0.0), reward, process
 
 
 def _close(a: Any, b: Any) -> bool:

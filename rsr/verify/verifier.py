@@ -83,6 +83,25 @@ def cap_output(text: str, limit: int = OUTPUT_CAP) -> str:
     return f"{text[:half]}\n[... {len(text) - limit} characters omitted ...]\n{text[-half:]}"
 
 
+def total_reward(metrics: dict[str, float]) -> float:
+    """The task's reward from reward.json metrics: `reward` when present, else the only metric;
+    with several metrics and no total, a task succeeds only if all of them do (the minimum)."""
+    if "reward" in metrics:
+        return metrics["reward"]
+    if len(metrics) == 1:
+        return next(iter(metrics.values()))
+    return min(metrics.values())
+
+
+def outcome(reward: float, milestones: dict[str, float]) -> tuple[bool, float]:
+    """(passed, process): passed only for full success; process is the fraction of milestones
+    passed, or equals passed for a task without milestones. Reports recompute scores with this."""
+    passed = reward >= 1.0 - 1e-9
+    if milestones:
+        return passed, sum(min(max(v, 0.0), 1.0) for v in milestones.values()) / len(milestones)
+    return passed, 1.0 if passed else 0.0
+
+
 def parse_reward(
     text: str, kind: str, milestone_names: list[str]
 ) -> tuple[float, dict[str, float], dict[str, float]]:
@@ -112,13 +131,7 @@ def parse_reward(
         if not isinstance(value, int | float) or not math.isfinite(value):
             raise ValueError(f"reward.json: metric {key!r} is not a finite number: {value!r}")
         metrics[str(key)] = float(value)
-    if "reward" in metrics:
-        reward = metrics["reward"]
-    elif len(metrics) == 1:
-        reward = next(iter(metrics.values()))
-    else:
-        # No explicit total: a task reporting several metrics succeeds only if all succeed.
-        reward = min(metrics.values())
+    reward = total_reward(metrics)
     names = milestone_names or [k for k in metrics if k.startswith("milestone_")]
     milestones = {}
     for name in names:
@@ -181,11 +194,7 @@ async def verify(task: LoadedTask, sbx: SandboxLike | None = None) -> VerifierRe
                               returncode=result.returncode, explanation=f"{e}\n{output}",
                               duration_sec=duration)
 
-    passed = reward >= 1.0 - 1e-9
-    if milestones:
-        process = sum(min(max(v, 0.0), 1.0) for v in milestones.values()) / len(milestones)
-    else:
-        process = 1.0 if passed else 0.0
+    passed, process = outcome(reward, milestones)
     return VerifierResult(passed=passed, reward=reward, process=process, milestones=milestones,
                           metrics=metrics, returncode=result.returncode, explanation=output,
                           duration_sec=duration)
