@@ -3,6 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export RSR_REQUIRE_DOCKER=1
+export RSR_REQUIRE_DOCKER=1 RSR_REQUIRE_BROWSER=1
 .venv/bin/ruff check $(ls -d rsr tests benchmarks 2>/dev/null)
 exec .venv/bin/pytest -q -p no:cacheprovider --durations=25 "$@"
