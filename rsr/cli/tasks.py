@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import typer
@@ -79,7 +80,8 @@ def check(
     fail, tests and solution stay hidden, network off unless allowed. Exit 1 on any finding."""
     from rsr.tasks.check import CHECKS, check_tasks
 
-    console = Console(soft_wrap=True)
+    # Logs and CI have no terminal width; keep the table readable there.
+    console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
     selected = tuple(c.strip() for c in only.split(",")) if only else CHECKS
     unknown = set(selected) - set(CHECKS)
     if unknown:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from inspect_ai import eval as inspect_eval
-from inspect_ai.agent import Agent, AgentState, agent
+from inspect_ai.agent import Agent, AgentState, agent, as_solver
 from inspect_ai.log import EvalLog
 from inspect_ai.solver._task_state import sample_state
 from inspect_ai.util import sandbox
@@ -165,16 +165,33 @@ def check_tasks(
     names = ",".join(t.name for t in valid)
     suite = target if target in SUITES else "harbor"
 
-    def run(solver: Agent, epochs: int, label: str) -> dict[str, list[Any]]:
-        progress(f"{label}: {len(valid)} task(s) x {epochs}")
-        task = tasks_task(suite, root, names, None, solver=None)
-        logs = inspect_eval(task, solver=solver, model="mockllm/model", epochs=epochs,
-                            log_dir=log_dir, display="none", max_sandboxes=max_sandboxes,
+    # All runs go into one Inspect eval, each as its own task, so sandboxes stay busy across
+    # phases instead of idling on each phase's slowest sample.
+    phases: dict[str, tuple[Agent, int]] = {}
+    if "oracle" in checks:
+        phases["oracle"] = (oracle(), runs)
+    if "isolation" in checks:
+        # The probe only looks around, so its scores double as the null agent's.
+        phases["probe"] = (isolation_probe(), 1)
+    elif "null" in checks:
+        phases["probe"] = (null(), 1)
+    if "partial" in checks:
+        phases["partial"] = (oracle(partial=True), 1)
+    results: dict[str, dict[str, list[Any]]] = {}
+    if valid and phases:
+        progress(f"{', '.join(phases)}: {len(valid)} task(s) in Docker")
+        inspect_tasks = []
+        for agent_, epochs in phases.values():
+            t = tasks_task(suite, root, names, None, solver=as_solver(agent_))
+            t.epochs = epochs
+            inspect_tasks.append(t)
+        logs = inspect_eval(inspect_tasks, model="mockllm/model", log_dir=log_dir, display="none",
+                            max_sandboxes=max_sandboxes, max_tasks=len(inspect_tasks),
                             fail_on_error=False, score_display=False)
-        return _samples_by_task(logs[0])
+        results = {phase: _samples_by_task(log) for phase, log in zip(phases, logs, strict=True)}
 
-    if "oracle" in checks and valid:
-        samples = run(oracle(), runs, "oracle")
+    if "oracle" in results:
+        samples = results["oracle"]
         for t in valid:
             rep = reports[t.name]
             rep.oracle_passes = [_passed(s) for s in samples.get(t.name, [])]
@@ -183,22 +200,22 @@ def check_tasks(
             if not rep.oracle_passes or not all(rep.oracle_passes):
                 why = _first_explanation(samples.get(t.name, []))
                 rep.findings.append(f"oracle passed {sum(rep.oracle_passes)}/{runs} runs: {why}")
-    if "null" in checks and valid:
-        samples = run(null(), 1, "null")
+    if "null" in checks and "probe" in results:
+        samples = results["probe"]
         for t in valid:
             rep = reports[t.name]
             rep.null_passed = any(_passed(s) for s in samples.get(t.name, []))
             if rep.null_passed:
                 rep.findings.append("null agent passed: the tests do not check the end state")
-    if "partial" in checks and valid:
-        samples = run(oracle(partial=True), 1, "partial oracle")
+    if "partial" in results:
+        samples = results["partial"]
         for t in valid:
             rep = reports[t.name]
             rep.partial_passed = any(_passed(s) for s in samples.get(t.name, []))
             if rep.partial_passed:
                 rep.findings.append("partial oracle (first half of solve.sh) passed: tests do not check the end state")
-    if "isolation" in checks and valid:
-        samples = run(isolation_probe(), 1, "isolation")
+    if "isolation" in checks and "probe" in results:
+        samples = results["probe"]
         for t in valid:
             rep = reports[t.name]
             got = samples.get(t.name, [])
