@@ -17,6 +17,10 @@ from rsr.errors import RsrError
 # tmux's client->server message is capped (~16 KiB); a UTF-8 char can take 4 bytes.
 SEND_CHUNK_CHARS = 3000
 POLL_SECONDS = 0.1
+# Lines kept from each end of a very long output when reading (the observation cap is ~10 kB).
+READ_KEEP_LINES = 500
+# Above this, keystrokes are typed one chunk per exec (an argv string is capped at 128 KiB).
+ONE_EXEC_MAX_CHARS = 60_000
 
 # Whole-string keystrokes that name a tmux key (C-c, M-x, Enter, Up, F5, ...).
 _KEY_NAME = re.compile(
@@ -130,7 +134,10 @@ class TmuxSession:
 
     async def send_keys(self, keystrokes: str) -> None:
         """Send keystrokes verbatim; a whole-string tmux key name (C-c, Enter) is sent as that key."""
-        if keystrokes:
+        if len(keystrokes) > ONE_EXEC_MAX_CHARS:
+            for start in range(0, len(keystrokes), SEND_CHUNK_CHARS):
+                await self._sh(self._send_script(keystrokes[start : start + SEND_CHUNK_CHARS]))
+        elif keystrokes:
             await self._sh(self._send_script(keystrokes))
 
     async def wait(self, seconds: float, adaptive: bool) -> WaitResult:
@@ -151,7 +158,9 @@ class TmuxSession:
                 await _sleep(seconds)
             return WaitResult(time.monotonic() - began, False)
         script = self._idle_script(seconds)
-        if keystrokes:
+        if len(keystrokes) > ONE_EXEC_MAX_CHARS:
+            await self.send_keys(keystrokes)
+        elif keystrokes:
             script = f"{self._send_script(keystrokes)} || exit 1; {script}"
         out = await self._sh(script, timeout=int(seconds) + 30)
         return WaitResult(time.monotonic() - began, out.strip() == "idle")
@@ -177,7 +186,13 @@ class TmuxSession:
             f'tmux capture-pane -p -J -t {t} -S "$2" -E "$2"; echo {sep}; '
             f"tmux capture-pane -p -J -t {t}; echo {sep}; "
             f'if [ {mark_line} -ge 0 ] && [ "$3" != 1 ]; then '
-            f'tmux capture-pane -p -J -t {t} -S $(({mark_line} - $1)) -E -; fi'
+            f"s=$(({mark_line} - $1)); n=$(($2 + 1 - s)); "
+            # Huge outputs: only their head and tail come back (the observation keeps no more).
+            f"if [ $n -gt {2 * READ_KEEP_LINES} ]; then "
+            f"tmux capture-pane -p -J -t {t} -S $s -E $((s + {READ_KEEP_LINES - 1})); "
+            f'echo "[... $((n - {2 * READ_KEEP_LINES})) lines omitted ...]"; '
+            f"tmux capture-pane -p -J -t {t} -S $(($2 - {READ_KEEP_LINES - 1})) -E -; "
+            f"else tmux capture-pane -p -J -t {t} -S $s -E -; fi; fi"
         )
         info, cursor_line, screen, since = (await self._sh(script)).split(sep + "\n")
         history, cursor, _alternate = info.split()

@@ -9,7 +9,12 @@ import pytest
 from harness_scripted import CORE
 
 from rsr.harness.container import DockerContainerSandbox
-from rsr.harness.tmux import SEND_CHUNK_CHARS, TmuxSession
+from rsr.harness.tmux import (
+    ONE_EXEC_MAX_CHARS,
+    READ_KEEP_LINES,
+    SEND_CHUNK_CHARS,
+    TmuxSession,
+)
 from rsr.harness.tmux_install import TmuxUnavailableError, ensure_tmux
 from rsr.sandbox.compose import image_tag
 from rsr.tasks.load import load_task
@@ -93,6 +98,21 @@ async def test_tmux_long_input_arrives_intact(session):
     payload = "x" * (SEND_CHUNK_CHARS * 2 + 123)
     await session.send_keys(f"echo {payload} | wc -c\n")
     await session.wait(10, adaptive=True)
+    assert f"{len(payload) + 1}" in await session.read_new()
+
+
+async def test_tmux_huge_output_comes_back_as_head_and_tail(session):
+    await session.send_keys("seq 1 50000\n")
+    await session.wait(15, adaptive=True)
+    out = await session.read_new()
+    lines = out.splitlines()
+    assert lines[1] == "1" and lines[-2] == "50000"
+    assert "lines omitted" in out and len(lines) < 2 * READ_KEEP_LINES + 5
+
+
+async def test_tmux_very_long_input_is_sent_in_several_execs(session):
+    payload = "y" * (ONE_EXEC_MAX_CHARS + 5000)
+    await session.send_and_wait(f"echo {payload} | wc -c\n", 15, adaptive=True)
     assert f"{len(payload) + 1}" in await session.read_new()
 
 
