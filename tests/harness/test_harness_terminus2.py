@@ -153,3 +153,12 @@ def test_terminus2_degrades_on_context_length_errors_instead_of_failing():
     compactions = sample.store[STORE_RESULT]["compactions"]
     assert compactions and "context-length error" in compactions[0]["reason"]
     assert passed(sample) == 1.0
+
+
+def test_terminus2_fails_the_sample_clearly_when_tmux_is_missing_offline(tmp_path):
+    root = task_copy(tmp_path)
+    (root / "hello-world" / "environment" / "Dockerfile").write_text(
+        "FROM debian:bookworm-slim\nWORKDIR /app\n")
+    sample = run(terminus2(), [reply(WRITE_HELLO)], root=root)
+    assert sample.error is not None
+    assert "tmux" in sample.error.message and "no network to install" in sample.error.message
