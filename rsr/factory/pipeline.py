@@ -59,7 +59,8 @@ def run_stage(cfg: FactoryConfig, paths: FactoryPaths, state: State, stage: str,
         if keep:
             execute.collect(paths, keep)
         state.costs["execute"] = _cost_dict(execute.cost(paths))
-        state.notes["adaptive"] = {"planned": schedule.planned, "executed": schedule.executed,
+        state.notes["adaptive"] = {"m": cfg.execute.m, "planned": schedule.planned,
+                                   "executed": schedule.executed,
                                    "saved": schedule.saved, "stopped": schedule.stopped,
                                    "budget_stop": schedule.budget_stop}
         budget = f"; stopped by {schedule.budget_stop}" if schedule.budget_stop else ""

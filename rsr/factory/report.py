@@ -35,6 +35,11 @@ DEFINITIONS = {
              "pairs of passing executions of two runbooks of the same source",
     "rollouts_saved": "executions a full schedule (every accepted runbook M times) would run "
                       "minus those run; the kept count is the one reported next to it",
+    "saved_at_equal_kept": "the full schedule's rollouts per kept trajectory are estimated from "
+                           "each runbook's observed keep rate (kept / executed, times M); the "
+                           "rollouts it would need for the adaptive run's kept count, minus the "
+                           "rollouts the adaptive run used (an estimate: unexecuted rollouts are "
+                           "assumed to keep at their runbook's observed rate)",
 }
 
 
@@ -211,6 +216,32 @@ def costs(state: State, kept: int) -> Costs:
                  total_rollouts=rollouts, kept=kept)
 
 
+def adaptive_savings(paths: FactoryPaths, notes: dict[str, Any]) -> dict[str, Any]:
+    """Rollouts saved by adaptive execution, in total and at equal kept count (estimated)."""
+    if not notes or not notes.get("m"):
+        return notes
+    m = int(notes["m"])
+    executions = read_rows(paths.stage_file("executions"), Execution)
+    kept_ids = {d.execution_id for d in read_rows(paths.stage_file("decisions"), Decision)
+                if d.kept}
+    by_runbook: dict[str, list[bool]] = defaultdict(list)
+    for e in executions:
+        by_runbook[e.runbook_id].append(e.id in kept_ids)
+    accepted = [r.id for r in read_rows(paths.stage_file("runbooks"), Runbook) if r.accepted]
+    full_kept = sum(m * sum(by_runbook[r]) / len(by_runbook[r]) for r in accepted
+                    if by_runbook[r])
+    kept = len(kept_ids)
+    out = dict(notes)
+    out["kept"] = kept
+    out["rollouts_per_kept_adaptive"] = round(len(executions) / kept, 3) if kept else None
+    if full_kept > 0:
+        per_kept_full = notes["planned"] / full_kept
+        out["rollouts_per_kept_full_estimate"] = round(per_kept_full, 3)
+        out["full_rollouts_at_equal_kept_estimate"] = round(per_kept_full * kept, 2)
+        out["saved_at_equal_kept_estimate"] = round(per_kept_full * kept - len(executions), 2)
+    return out
+
+
 def build(paths: FactoryPaths) -> dict[str, Any]:
     state = State.load(paths.state_file)
     f = funnel(paths)
@@ -219,7 +250,7 @@ def build(paths: FactoryPaths) -> dict[str, Any]:
         "complementarity": complementarity(read_rows(paths.stage_file("rollouts"), Rollout)),
         "funnel": f,
         "similarity": similarity(read_rows(paths.stage_file("executions"), Execution)),
-        "adaptive": state.notes.get("adaptive", {}),
+        "adaptive": adaptive_savings(paths, state.notes.get("adaptive", {})),
         "export": state.notes.get("export", {}),
         "costs": {**asdict(c), "per_kept": c.per_kept()},
         "definitions": DEFINITIONS,
@@ -271,7 +302,11 @@ def markdown(data: dict[str, Any], plot: str | None) -> str:
     out += ["", "## Adaptive execution", "",
             f"Planned (full schedule) {adaptive.get('planned', '–')}, executed "
             f"{adaptive.get('executed', '–')}, saved {adaptive.get('saved', '–')} rollouts, "
-            f"kept {f['kept']}.", "",
+            f"kept {f['kept']}. Rollouts per kept trajectory: adaptive "
+            f"{_fmt(adaptive.get('rollouts_per_kept_adaptive'))}, full schedule (estimated) "
+            f"{_fmt(adaptive.get('rollouts_per_kept_full_estimate'))}; at equal kept count the "
+            f"full schedule needs {_fmt(adaptive.get('full_rollouts_at_equal_kept_estimate'))} "
+            f"rollouts (saved {_fmt(adaptive.get('saved_at_equal_kept_estimate'))}).", "",
             "## Cost", "", "| stage | samples | rollouts | tokens | sandbox minutes |",
             "|---|---|---|---|---|"]
     for stage, c in costs_["stages"].items():

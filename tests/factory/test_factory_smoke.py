@@ -104,7 +104,7 @@ def test_smoke_runbook_leaking_the_solution_is_never_accepted(out: Path) -> None
 
 
 def test_smoke_execution_failing_the_verifier_is_dropped(out: Path) -> None:
-    decision = _decisions(out)["rsrt~largest-files-report~e1#k0#m1"]
+    decision = _decisions(out)["rsrt~largest-files-report~e1#k0#m0"]
     assert not decision.kept and decision.reasons == ["failed the verifier (reward 0)"]
 
 
@@ -168,7 +168,7 @@ def test_smoke_dataset_is_saved_for_training(out: Path) -> None:
 
     ds = datasets.load_from_disk(str(out / "dataset"))
     rows = _rows(out)
-    assert len(ds) == len(rows) == 5
+    assert len(ds) == len(rows) == 5  # 5 kept; the refused task had none kept
     for i, row in enumerate(rows):
         validate_row(row, out / "dataset.jsonl", i)
     assert "Funnel" in (out / "dataset" / "README.md").read_text()
@@ -178,9 +178,15 @@ def test_smoke_adaptive_execution_and_status(out: Path, capsys: pytest.CaptureFi
     assert main(["factory", "status", str(SMOKE), "--output-dir", str(out)]) == 0
     status = json.loads(capsys.readouterr().out)
     assert status["remaining"] == []
-    assert status["adaptive"]["planned"] == 14 and status["adaptive"]["executed"] == 8
-    assert status["adaptive"]["saved"] == 6
+    adaptive = status["adaptive"]
+    assert (adaptive["planned"], adaptive["executed"], adaptive["saved"]) == (14, 7, 7)
+    # Both stop rules fired: a runbook after a failure, sources after two passes.
+    assert adaptive["stopped"]["rsrt~largest-files-report~e1#k0"] == \
+        "stopped before execution 1: 1 consecutive failures"
+    assert adaptive["stopped"]["terminus2~hello-world~e1#k0"] == \
+        "stopped before execution 1: source has 2 passes"
+    assert adaptive["rollouts_per_kept_adaptive"] == round(7 / 5, 3)
     f = status["funnel"]
     assert (f["rollouts"], f["sources"], f["runbooks"], f["accepted"], f["executions"],
-            f["passed"], f["kept"]) == (9, 4, 8, 7, 8, 7, 6)
-    assert status["costs"]["per_kept"]["rollouts"] == round(17 / 6, 3)
+            f["passed"], f["kept"]) == (9, 4, 8, 7, 7, 6, 5)
+    assert status["costs"]["per_kept"]["rollouts"] == round(16 / 5, 3)
