@@ -12,7 +12,7 @@ app = typer.Typer(help="Export harness trajectories from Inspect logs.", no_args
 
 @app.command()
 def export(
-    logs: list[Path] = typer.Argument(..., help="Inspect .eval/.json logs of rsr harness runs."),
+    logs: list[Path] = typer.Argument(..., help="Inspect .eval/.json logs of rsr harness runs, or folders of them."),
     fmt: str = typer.Option("atif", "--format", help="atif (one JSON file per sample) or "
                             "messages (messages.jsonl, one training row per sample)."),
     out: Path = typer.Option(..., "--out", help="Output directory (created if missing)."),

@@ -75,6 +75,19 @@ def _samples(path: Path) -> Iterator[EvalSample]:
     yield from read_eval_log_samples(str(path), all_samples_required=False)
 
 
+def _expand(paths: list[Path]) -> list[Path]:
+    """Log files, with directories replaced by the .eval/.json logs directly inside them."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(p for p in path.iterdir() if p.suffix in (".eval", ".json"))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise RsrError(f"{path}: log file not found (pass .eval/.json logs or their folder)")
+    return found
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
@@ -85,9 +98,7 @@ def export_logs(logs: list[Path], fmt: ExportFormat, out: Path, outcome: Outcome
     secrets = environment_secrets()
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
-    for path in logs:
-        if not path.exists():
-            raise RsrError(f"{path}: log file not found")
+    for path in _expand(logs):
         header = read_eval_log(str(path), header_only=True)
         for sample in _samples(path):
             summary.samples += 1

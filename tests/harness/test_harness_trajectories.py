@@ -54,7 +54,7 @@ def test_trajectories_export_atif_and_messages_without_secrets(tmp_path, monkeyp
     assert trajectory.final_metrics.total_completion_tokens == 7 * 40
     assert trajectory.final_metrics.extra["score"]["passed"] == 1
 
-    assert main(["trajectories", "export", str(log_file), "--format", "messages",
+    assert main(["trajectories", "export", str(logs), "--format", "messages",  # a log folder
                  "--out", str(tmp_path / "msgs")]) == 0
     row_text = (tmp_path / "msgs" / "messages.jsonl").read_text()
     assert SECRET not in row_text
