@@ -369,8 +369,7 @@ class TerminalHarness:
         if context:
             self.context.append(message)
         meta = turn_meta(message)
-        if meta is not None and meta.control and message.role == "user" \
-                and meta.kind != "state_display":
+        if meta is not None and meta.control and message.role == "user":
             # Shown in `inspect view`'s transcript, so a reader sees which words the harness
             # (not the task or the terminal) put in front of the model.
             words = "\n\n".join(meta.control_parts) if meta.control_parts else message.text
