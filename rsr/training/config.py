@@ -13,8 +13,18 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from rsr.errors import TaskFormatError
+from rsr.errors import RsrError
 from rsr.training.render import DEFAULT_CHAT_TEMPLATE, END_OF_TURN
+
+
+class RecipeError(RsrError):
+    """A recipe file is malformed; names the file and the offending field."""
+
+    def __init__(self, path: str | Path, field: str | None, message: str) -> None:
+        self.path, self.field = str(path), field
+        text = f"{path}: {field}: {message}" if field else f"{path}: {message}"
+        super().__init__(text)
+        self.args = (text,)  # str(e) is the message, not the constructor arguments
 
 
 class _Strict(BaseModel):
@@ -32,6 +42,9 @@ class TinyModelConfig(_Strict):
     num_kv_heads: int = Field(2, ge=1)
     head_dim: int = Field(16, ge=4)
     intermediate_size: int = Field(128, ge=8)
+    tie_word_embeddings: bool = Field(
+        False, description="untied by default, as in large Qwen models; a LoRA on lm_head then"
+        " adapts the output layer without touching the input embeddings")
 
     @model_validator(mode="after")
     def _heads_divide(self) -> TinyModelConfig:
@@ -135,17 +148,17 @@ def load_recipe(path: str | Path) -> TrainRecipe:
     """Read and validate a recipe; errors name the file and the offending field."""
     path = Path(path)
     if not path.is_file():
-        raise TaskFormatError(path, None, "recipe file not found")
+        raise RecipeError(path, None, "recipe file not found")
     try:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
-        raise TaskFormatError(path, None, f"not valid YAML: {e}") from e
+        raise RecipeError(path, None, f"not valid YAML: {e}") from e
     if not isinstance(raw, dict):
-        raise TaskFormatError(path, None, "a recipe is a YAML mapping")
+        raise RecipeError(path, None, "a recipe is a YAML mapping")
     try:
         return TrainRecipe.model_validate(raw)
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or None
         more = f" (and {len(e.errors()) - 1} more problem(s))" if len(e.errors()) > 1 else ""
-        raise TaskFormatError(path, field, f"{err['msg']}{more}") from e
+        raise RecipeError(path, field, f"{err['msg']}{more}") from e

@@ -38,7 +38,9 @@ class DatasetRowError(RsrError):
         self.path = str(path)
         self.row = row
         self.problem = problem
-        super().__init__(f"{self.path}: row {row}: {problem}")
+        text = f"{self.path}: row {row}: {problem}"
+        super().__init__(text)
+        self.args = (text,)  # str(e) is the message, not the constructor arguments
 
 
 class MaskCheckError(RsrError):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -129,6 +130,9 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
     # TrainingArguments first: under DeepSpeed ZeRO-3 it must exist before from_pretrained so
     # the weights are partitioned while loading instead of materialised on every rank.
     ckpt_dir = out / "checkpoints"
+    # Under FSDP the accelerate config's fsdp_activation_checkpointing does the recomputation;
+    # the trainer's own flag would add a redundant all-gather in the backward pass.
+    fsdp = os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true")
     args = SFTConfig(
         output_dir=str(ckpt_dir),
         num_train_epochs=cfg_train.epochs,
@@ -144,7 +148,7 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
         bf16=cfg_train.precision == "bf16",
         fp16=cfg_train.precision == "fp16",
         use_cpu=not cuda,
-        activation_checkpointing=cfg_train.activation_checkpointing,
+        activation_checkpointing=cfg_train.activation_checkpointing and not fsdp,
         seed=cfg_train.seed,
         data_seed=cfg_train.seed,
         logging_steps=cfg_train.logging_steps,
@@ -164,7 +168,7 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
 
     with console.status("loading datasets"):
         loaded = [load_dataset(d) for d in cfg_data.datasets]
-    console.print(f"datasets: " + ", ".join(f"{d.name} ({len(d.rows)} rows)" for d in loaded))
+    console.print("datasets: " + ", ".join(f"{d.name} ({len(d.rows)} rows)" for d in loaded))
 
     base_dir = out / "base"
     if recipe.model.tiny is not None:

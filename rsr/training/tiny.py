@@ -53,7 +53,7 @@ def build_model(spec: TinyModelConfig, tokenizer: Any, max_length: int, seed: in
         head_dim=spec.head_dim,
         intermediate_size=spec.intermediate_size,
         max_position_embeddings=max(max_length, 2048),
-        tie_word_embeddings=True,
+        tie_word_embeddings=spec.tie_word_embeddings,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=None,

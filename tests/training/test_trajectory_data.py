@@ -1,0 +1,115 @@
+"""Loading the factory's trajectory rows: validation, mixing and the long-trajectory policy."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from training_helpers import TRAJECTORIES, write_jsonl
+
+from rsr.training.config import DatasetConfig
+from rsr.training.data import DatasetRowError, fit_to_length, load_dataset, mix
+from rsr.training.render import load_chat_template
+
+
+def _break(rows: list[dict[str, Any]], index: int, how: str) -> list[dict[str, Any]]:
+    rows = copy.deepcopy(rows)
+    msgs = rows[index]["messages"]
+    if how == "role":
+        msgs[1]["role"] = "tool"
+    elif how == "content":
+        del msgs[1]["content"]
+    elif how == "content-type":
+        msgs[1]["content"] = ["not", "a", "string"]
+    elif how == "alternation":
+        msgs[2]["role"] = "assistant"
+    elif how == "no-messages":
+        del rows[index]["messages"]
+    elif how == "extra-key":
+        msgs[0]["contents"] = "typo"
+    return rows
+
+
+@pytest.mark.parametrize(("how", "problem"), [
+    ("role", r"messages.1.role: Input should be 'system', 'user' or 'assistant'"),
+    ("content", r"messages.1.content: Field required"),
+    ("content-type", r"messages.1.content: Input should be a valid string"),
+    ("alternation", r"messages\[2\]: expected role 'user'"),
+    ("no-messages", r"messages: Field required"),
+    ("extra-key", r"messages.0.contents: Extra inputs are not permitted"),
+])
+def test_load_dataset_rejects_malformed_row_naming_the_row(
+        tmp_path: Path, fixture_rows: list[dict[str, Any]], how: str, problem: str) -> None:
+    path = write_jsonl(tmp_path / "bad.jsonl", _break(fixture_rows, 5, how))
+    with pytest.raises(DatasetRowError, match=rf"bad.jsonl: row 5: {problem}") as e:
+        load_dataset(DatasetConfig(path=path))
+    assert e.value.row == 5
+
+
+def test_load_dataset_rejects_invalid_json_naming_row_and_line(tmp_path: Path) -> None:
+    lines = TRAJECTORIES.read_text().splitlines()[:3]
+    path = tmp_path / "bad.jsonl"
+    path.write_text(lines[0] + "\n\n" + lines[1] + "\n" + lines[2][:50] + "\n")
+    with pytest.raises(DatasetRowError, match=r"row 2: line 4 is not valid JSON"):
+        load_dataset(DatasetConfig(path=path))
+
+
+def test_load_dataset_strips_observations_after_the_last_reply(
+        tmp_path: Path, fixture_rows: list[dict[str, Any]]) -> None:
+    rows = copy.deepcopy(fixture_rows[:2])
+    rows[0]["messages"].append({"role": "user", "content": "root@sandbox:/app# "})
+    loaded = load_dataset(DatasetConfig(path=write_jsonl(tmp_path / "d.jsonl", rows)))
+    assert loaded.trailing_messages_stripped == 1
+    assert loaded.rows[0].messages[-1].role == "assistant"
+    assert loaded.sha256.startswith("sha256:") and loaded.rows[0].task is not None
+
+
+def test_load_dataset_does_read_a_datasets_directory(
+        tmp_path: Path, fixture_rows: list[dict[str, Any]]) -> None:
+    datasets = pytest.importorskip("datasets")
+    datasets.Dataset.from_list(fixture_rows[:4]).save_to_disk(str(tmp_path / "ds"))
+    loaded = load_dataset(DatasetConfig(path=tmp_path / "ds"))
+    assert [r.source_trajectory for r in loaded.rows] == [
+        r["source_trajectory"] for r in fixture_rows[:4]]
+
+
+def test_mix_does_apply_weights_deterministically() -> None:
+    a = [[{"role": "user", "content": f"a{i}"}] for i in range(10)]
+    b = [[{"role": "user", "content": f"b{i}"}] for i in range(10)]
+    rows, counts = mix([(DatasetConfig(path=Path("a"), weight=2.0), a),
+                        (DatasetConfig(path=Path("b"), weight=0.5), b)], seed=1)
+    assert counts == [20, 5] and len(rows) == 25
+    assert rows == mix([(DatasetConfig(path=Path("a"), weight=2.0), a),
+                        (DatasetConfig(path=Path("b"), weight=0.5), b)], seed=1)[0]
+    assert sum(r[0]["content"].startswith("a") for r in rows) == 20
+
+
+def _long_rows(fixture_rows: list[dict[str, Any]]):
+    from rsr.training.data import TrajectoryRow
+
+    fits, late, early = (copy.deepcopy(fixture_rows[i]) for i in range(3))
+    late["messages"][4]["content"] += "x" * 3000        # the third reply's prefix is too long
+    early["messages"][0]["content"] += "x" * 3000       # even the first reply's prefix is
+    return [TrajectoryRow.model_validate(r) for r in (fits, late, early)]
+
+
+def test_fit_to_length_split_keeps_steps_whose_prefix_fits(
+        fixture_rows: list[dict[str, Any]], tiny_tokenizer: Any) -> None:
+    rows, stats = fit_to_length(_long_rows(fixture_rows), tiny_tokenizer, load_chat_template(),
+                                600, "split")
+    assert [len(r) for r in rows] == [6, 4]     # whole row; cut after the second reply
+    assert rows[1][-1]["role"] == "assistant"
+    assert json.loads(rows[1][-1]["content"])["analysis"] == "The command ran without errors."
+    assert (stats.rows_kept, stats.rows_split, stats.rows_dropped_too_long) == (2, 1, 1)
+    assert (stats.steps_kept, stats.steps_dropped_too_long) == (5, 1 + 3)
+
+
+def test_fit_to_length_drop_drops_whole_trajectories(
+        fixture_rows: list[dict[str, Any]], tiny_tokenizer: Any) -> None:
+    rows, stats = fit_to_length(_long_rows(fixture_rows), tiny_tokenizer, load_chat_template(),
+                                600, "drop")
+    assert [len(r) for r in rows] == [6]
+    assert (stats.rows_dropped_too_long, stats.steps_dropped_too_long) == (2, 6)
