@@ -123,7 +123,7 @@ def rand_path(doc):
     return p
 
 
-for case in range(150):
+for case in range(90):
     doc = {k: rand_value(0) for k in rng.sample(KEYS, rng.randint(1, 5))}
     patch = []
     for _ in range(rng.randint(1, 5)):
