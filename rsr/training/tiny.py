@@ -52,7 +52,8 @@ def build_model(spec: TinyModelConfig, tokenizer: Any, max_length: int, seed: in
         num_key_value_heads=spec.num_kv_heads,
         head_dim=spec.head_dim,
         intermediate_size=spec.intermediate_size,
-        max_position_embeddings=max(max_length, 2048),
+        # RoPE has no learned positions: allow agent-length contexts at inference.
+        max_position_embeddings=max(max_length, 32768),
         tie_word_embeddings=spec.tie_word_embeddings,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
