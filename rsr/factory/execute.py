@@ -152,7 +152,8 @@ def run(cfg: FactoryConfig, paths: FactoryPaths, state: State | None = None) -> 
         if samples:
             run_eval(cfg, [Task(name=f"execute_r{round_}", dataset=MemoryDataset(samples),
                                 solver=as_solver(agent_), scorer=verifier(),
-                                metadata={"factory_stage": "execute", "round": round_})],
+                                metadata={"factory_stage": "execute", "round": round_,
+                                          "prompts": [GUIDANCE_PROMPT]})],
                      log_dir, cfg.models.for_role("executor"))
         if schedule.budget_stop:
             break

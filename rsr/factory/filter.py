@@ -143,7 +143,8 @@ def run(cfg: FactoryConfig, paths: FactoryPaths) -> tuple[list[Decision], StageC
         if samples:
             run_eval(cfg, [Task(name="audit", dataset=MemoryDataset(samples),
                                 solver=audit(passed), scorer=clean(),
-                                metadata={"factory_stage": "filter"})],
+                                metadata={"factory_stage": "filter",
+                                          "prompts": [AUDITOR_PROMPT, "auditor_user.v1"]})],
                      log_dir, cfg.models.for_role("auditor"), roles=True, sandboxed=False)
     audits = {str(ls.sample.id): ls.sample for ls in completed_samples(log_dir).values()}
 

@@ -26,7 +26,13 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import store
 
 from rsr.factory.config import FactoryConfig
-from rsr.factory.critique import deterministic_checks, deterministic_verdict, load_prompt, model_review
+from rsr.factory.critique import (
+    CRITIC_PROMPT,
+    deterministic_checks,
+    deterministic_verdict,
+    load_prompt,
+    model_review,
+)
 from rsr.factory.ledger import FactoryPaths, StageCost, completed_samples, run_eval, sample_tokens
 from rsr.factory.records import Attempt, Runbook, Source, read_rows, write_rows
 from rsr.harness.protocol import parse_reply
@@ -125,7 +131,8 @@ def run(cfg: FactoryConfig, paths: FactoryPaths) -> StageCost:
     if samples:
         task = Task(name="plan", dataset=MemoryDataset(samples),
                     solver=plan_candidate(cfg, sources), scorer=accepted(),
-                    metadata={"factory_stage": "plan"})
+                    metadata={"factory_stage": "plan", "prompts": [
+                        PLANNER_PROMPT, "planner_user.v1", "revise.v1", CRITIC_PROMPT]})
         run_eval(cfg, [task], log_dir, cfg.models.for_role("planner"), roles=True,
                  sandboxed=False)
     return collect(paths)

@@ -79,6 +79,7 @@ def upset_plot(comp: dict[str, Any], path: Path) -> Path | None:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
     except ImportError:
         return None
     harnesses = list(comp["harnesses"])
@@ -92,6 +93,7 @@ def upset_plot(comp: dict[str, Any], path: Path) -> Path | None:
     for x, (_, n) in zip(xs, combos, strict=True):
         top.text(x, n, str(n), ha="center", va="bottom", fontsize=9)
     top.set_ylabel("tasks solved")
+    top.yaxis.set_major_locator(MaxNLocator(integer=True))
     top.set_title("Tasks solved by exactly these harnesses")
     for x, (combo, _) in zip(xs, combos, strict=True):
         members = combo.split("+")
