@@ -46,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = app(args=argv, standalone_mode=False)
     except RsrError as e:
-        Console(stderr=True).print(f"[red]error:[/red] {e}")
+        from rich.markup import escape  # messages hold brackets: '.[train]', messages[2]
+
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(e))}")
         return 2
     except typer.Exit as e:
         return e.exit_code

@@ -1,0 +1,70 @@
+"""`rsr train` and `python -m rsr.training`: run, resume, and work without the [train] extra."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from training_helpers import TRAJECTORIES, recipe_dict, write_recipe
+
+from rsr.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+BLOCK_TRAIN_EXTRA = (
+    "import sys\n"
+    "for m in ('torch', 'transformers', 'trl', 'peft', 'datasets', 'accelerate', 'tokenizers'):\n"
+    "    sys.modules[m] = None  # import fails as if the extra were not installed\n"
+    "from rsr.cli.main import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def _cli_without_train_extra(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", BLOCK_TRAIN_EXTRA, *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_rsr_train_help_does_work_without_train_extra() -> None:
+    done = _cli_without_train_extra("train", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "merge" in done.stdout
+
+
+def test_rsr_train_rejects_run_without_train_extra_saying_how_to_install() -> None:
+    done = _cli_without_train_extra("train", "training/recipes/tiny-cpu.yaml")
+    assert done.returncode == 2
+    assert "pip install -e '.[train]'" in " ".join(done.stderr.split())
+
+
+def test_rsr_train_rejects_malformed_recipe_naming_the_field(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture) -> None:
+    r = recipe_dict(tmp_path / "out", [TRAJECTORIES], train={"epochz": 1})
+    assert main(["train", str(write_recipe(tmp_path / "r.yaml", r))]) == 2
+    err = " ".join(capsys.readouterr().err.split())  # rich wraps long lines
+    assert "r.yaml: train.epochz: Extra inputs are not permitted" in err
+
+
+def test_python_m_rsr_training_does_parse_its_arguments() -> None:
+    done = subprocess.run([sys.executable, "-m", "rsr.training", "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "RECIPE" in done.stdout
+
+
+@pytest.mark.slow
+def test_rsr_train_does_resume_from_the_last_checkpoint(tmp_path: Path) -> None:
+    pytest.importorskip("trl")
+    r = recipe_dict(tmp_path / "run", [TRAJECTORIES],
+                    train={"save_steps": 2, "logging_steps": 1, "epochs": 100})
+    recipe = str(write_recipe(tmp_path / "r.yaml", r))
+    assert main(["train", recipe, "--max-steps", "4"]) == 0
+    assert (tmp_path / "run" / "checkpoints" / "checkpoint-4").is_dir()
+    assert main(["train", recipe, "--max-steps", "6"]) == 0
+    card = json.loads((tmp_path / "run" / "run_card.json").read_text())
+    assert card["resumed_from"].endswith("checkpoint-4")
+    assert card["global_steps"] == 6
+    # The checkpoint carries the first run's log, so the curve covers every step once.
+    assert [step for step, _ in card["logged_loss"]] == [1, 2, 3, 4, 5, 6]
