@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rsr.factory.compress import commands_of
+from rsr.factory.config import STAGES
 from rsr.factory.ledger import FactoryPaths, State
 from rsr.factory.records import Decision, Execution, Rollout, Runbook, Source, read_rows
 
@@ -309,11 +310,19 @@ def markdown(data: dict[str, Any], plot: str | None) -> str:
             f"{_fmt(adaptive.get('rollouts_per_kept_full_estimate'))}; at equal kept count the "
             f"full schedule needs {_fmt(adaptive.get('full_rollouts_at_equal_kept_estimate'))} "
             f"rollouts (saved {_fmt(adaptive.get('saved_at_equal_kept_estimate'))}).", "",
-            "## Cost", "", "| stage | samples | rollouts | tokens | sandbox minutes |",
-            "|---|---|---|---|---|"]
-    for stage, c in costs_["stages"].items():
+            "## Cost", "", "| stage | samples | rollouts | tokens | sandbox minutes | tokens per kept "
+            "| sandbox minutes per kept | rollouts per kept |", "|---|---|---|---|---|---|---|---|"]
+    kept = max(f["kept"], 0)
+    order = {name: i for i, name in enumerate(STAGES)}
+    for stage, c in sorted(costs_["stages"].items(), key=lambda kv: order.get(kv[0], 99)):
+        minutes = c.get("sandbox_seconds", 0) / 60
+
+        def per(value: float) -> str:
+            return f"{value / kept:.3g}" if kept else "–"
+
         out.append(f"| {stage} | {int(c.get('samples', 0))} | {int(c.get('rollouts', 0))} | "
-                   f"{int(c.get('tokens', 0))} | {c.get('sandbox_seconds', 0) / 60:.2f} |")
+                   f"{int(c.get('tokens', 0))} | {minutes:.2f} | {per(c.get('tokens', 0))} | "
+                   f"{per(minutes)} | {per(c.get('rollouts', 0))} |")
     per = costs_["per_kept"]
     out += ["", f"Per kept trajectory: {_fmt(per['tokens'])} tokens, "
                 f"{_fmt(per['sandbox_minutes'])} sandbox minutes, {_fmt(per['rollouts'])} rollouts.",

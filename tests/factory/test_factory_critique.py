@@ -133,3 +133,18 @@ def test_critique_cli_runs_the_model_review(tmp_path: Path, capsys: pytest.Captu
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["stage"] == "model"
     assert "grader" in out["reasons"][0]
+
+
+def test_critique_cli_checks_files_of_the_source_run(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    produced = tmp_path / "produced"
+    produced.mkdir()
+    (produced / "hello.txt").write_text("a distinctive line the source run wrote: 4f3c2b1a\n")
+    runbook = tmp_path / "runbook.json"
+    runbook.write_text(json.dumps(_with(checks=[
+        "expect: a distinctive line the source run wrote: 4f3c2b1a"])))
+    code = main(["factory", "critique", str(CORE / "hello-world"), str(runbook),
+                 "--deterministic-only", "--source-files", str(produced)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert any("file produced by the source run hello.txt" in r for r in out["reasons"])
