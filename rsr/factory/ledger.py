@@ -85,6 +85,25 @@ def completed_samples(log_dir: Path, require_score: bool = True) -> dict[str, Lo
     return done
 
 
+def unfinished_samples(log_dir: Path) -> dict[str, str]:
+    """Samples that errored or were cut off and have not finished since: key -> last error."""
+    done = completed_samples(log_dir)
+    failed: dict[str, str] = {}
+    if not log_dir.is_dir():
+        return failed
+    for path in sorted(log_dir.glob("*.eval"), key=lambda p: p.stat().st_mtime):
+        try:
+            samples = list(read_eval_log_samples(path, all_samples_required=False,
+                                                 exclude_fields=EXCLUDE_FIELDS | {"messages"}))
+        except Exception:  # unreadable partial log: nothing to report from it
+            continue
+        for sample in samples:
+            key = sample_key(sample.id, sample.epoch)
+            if key not in done and sample.error is not None:
+                failed[key] = sample.error.message.splitlines()[0][:200]
+    return failed
+
+
 def role_models(cfg: FactoryConfig) -> dict[Role, Model]:
     return {role: get_model(cfg.models.for_role(role), **cfg.models.model_args) for role in ROLES}
 

@@ -14,7 +14,7 @@ from rsr.errors import RsrError
 from rsr.factory import compress, discover, execute, export, plan, report
 from rsr.factory import filter as filter_stage
 from rsr.factory.config import STAGES, FactoryConfig
-from rsr.factory.ledger import FactoryPaths, StageCost, State, budget_left
+from rsr.factory.ledger import FactoryPaths, StageCost, State, budget_left, unfinished_samples
 from rsr.factory.records import Runbook, read_rows
 
 PREREQUISITES = {"compress": "rollouts", "plan": "sources", "execute": "runbooks",
@@ -157,8 +157,11 @@ def status(cfg: FactoryConfig) -> dict[str, Any]:
     state = State.load(paths.state_file)
     data = report.build(paths)
     left, exhausted = budget_left(cfg, state)
+    unfinished = {stage: failed for stage in ("discover", "plan", "execute", "filter")
+                  if (failed := unfinished_samples(paths.logs(stage)))}
     return {"output_dir": str(cfg.output_dir), "finished": state.finished,
             "remaining": [s for s in STAGES if s not in state.finished],
+            "unfinished_samples": unfinished,
             "funnel": {k: v for k, v in data["funnel"].items() if k != "per_source"},
             "costs": data["costs"], "adaptive": data["adaptive"],
             "budget": {"rollouts_left": left, "exhausted": exhausted}}

@@ -29,7 +29,8 @@ def _wait_for(condition, timeout: float, what: str) -> None:  # noqa: ANN001
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_factory_resumes_an_interrupted_execute_stage(tmp_path: Path) -> None:
+def test_factory_resumes_an_interrupted_execute_stage(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "run"
     args = ["factory", "run", str(CONFIG), "--output-dir", str(out)]
     assert main([*args, "--stage", "discover", "--stage", "compress", "--stage", "plan"]) == 0
@@ -50,6 +51,11 @@ def test_factory_resumes_an_interrupted_execute_stage(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "run the same command again to resume" in output, output
     interrupted = read_eval_log(next(logs.glob("*execute-r1*.eval")), header_only=True)
     assert interrupted.status in ("cancelled", "started"), interrupted.status
+    base = "terminus2~hello-world~e1#k0"
+    capsys.readouterr()
+    assert main(["factory", "status", str(CONFIG), "--output-dir", str(out)]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert list(status["unfinished_samples"]["execute"]) == [f"{base}#m1@1"]
 
     assert main(args) == 0
     runs: Counter[str] = Counter()
@@ -57,7 +63,6 @@ def test_factory_resumes_an_interrupted_execute_stage(tmp_path: Path) -> None:
         for sample in read_eval_log_samples(log, all_samples_required=False):
             if sample.error is None and sample.scores:
                 runs[str(sample.id)] += 1
-    base = "terminus2~hello-world~e1#k0"
     # m0 finished before the interruption and was not run again; m1 was run again, once.
     assert runs == {f"{base}#m0": 1, f"{base}#m1": 1}
     assert len(list((out / "logs" / "discover").glob("*.eval"))) == 1
