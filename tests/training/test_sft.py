@@ -106,10 +106,11 @@ def test_merged_lora_matches_adapter_logits(lora_run: tuple[Path, Any], tmp_path
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rsr.training.merge import merge
+    from rsr.cli.main import main
 
     run_dir, card = lora_run
-    out = merge(run_dir, tmp_path / "merged")
+    out = tmp_path / "merged"
+    assert main(["train", "merge", str(run_dir), "--out", str(out)]) == 0
     tok = AutoTokenizer.from_pretrained(out)
     ids = tok("root@sandbox:/app# ls\n", return_tensors="pt", add_special_tokens=False)
     base = AutoModelForCausalLM.from_pretrained(card.base_model)
@@ -131,9 +132,10 @@ def test_merged_lora_matches_adapter_logits(lora_run: tuple[Path, Any], tmp_path
     assert lora_b and all(t.abs().max() > 0 for t in lora_b)
 
 
-def test_merge_rejects_a_full_fine_tune(full_run: tuple[Path, Any], tmp_path: Path) -> None:
-    from rsr.errors import RsrError
-    from rsr.training.merge import merge
+def test_rsr_train_merge_rejects_a_full_fine_tune(full_run: tuple[Path, Any], tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture) -> None:
+    from rsr.cli.main import main
 
-    with pytest.raises(RsrError, match="not 'lora'"):
-        merge(full_run[0], tmp_path / "x")
+    assert main(["train", "merge", str(full_run[0]), "--out", str(tmp_path / "x")]) == 2
+    assert "not 'lora'" in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "x").exists()

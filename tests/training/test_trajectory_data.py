@@ -76,6 +76,19 @@ def test_load_dataset_does_read_a_datasets_directory(
         r["source_trajectory"] for r in fixture_rows[:4]]
 
 
+def test_load_dataset_does_read_the_factory_export(
+        tmp_path: Path, fixture_rows: list[dict[str, Any]]) -> None:
+    pytest.importorskip("datasets")
+    from rsr.factory.export import write_dataset
+
+    rows = [{**r, "contamination": None} for r in fixture_rows[:3]]
+    write_dataset(rows, tmp_path / "dataset", tmp_path / "dataset.jsonl")
+    for path in (tmp_path / "dataset", tmp_path / "dataset.jsonl"):
+        loaded = load_dataset(DatasetConfig(path=path))
+        assert [r.model_dump(include={"messages"}) for r in loaded.rows] == [
+            {"messages": r["messages"]} for r in rows]
+
+
 def test_mix_does_apply_weights_deterministically() -> None:
     a = [[{"role": "user", "content": f"a{i}"}] for i in range(10)]
     b = [[{"role": "user", "content": f"b{i}"}] for i in range(10)]
