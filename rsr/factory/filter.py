@@ -24,7 +24,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import store
 
 from rsr.factory.config import FactoryConfig
-from rsr.factory.critique import _control_lines, _norm, load_prompt
+from rsr.factory.critique import SHINGLE, _control_lines, _norm, load_prompt, shingles
 from rsr.factory.ledger import FactoryPaths, StageCost, completed_samples, run_eval, sample_tokens
 from rsr.factory.records import (
     Decision,
@@ -125,6 +125,14 @@ def history_problems(execution: Execution, runbook: Runbook | None, min_chars: i
     for line, where in leaks:
         if len(line) >= min_chars and line in text:
             problems.append(f"{where} in the public history: {line[:80]!r}")
+    if runbook is not None and runbook.body is not None and msgs:
+        # Copying shorter stretches of the runbook into replies also leaks it; words the task
+        # prompt already contains do not count.
+        replies = "\n".join(m["content"] for m in msgs if m["role"] == "assistant")
+        copied = (shingles(runbook.body.render()) & shingles(replies)) - shingles(msgs[0]["content"])
+        if copied:
+            problems.append(f"runbook text ({len(copied)} {SHINGLE}-word run(s)) in the agent's "
+                            f"replies: {' '.join(sorted(copied)[0])!r}")
     return problems
 
 

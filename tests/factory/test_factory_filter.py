@@ -16,12 +16,14 @@ PROMPT = "You are working in a terminal.\nYour task:\nDo it.\n\nCurrent terminal
 REPLY = '{"analysis": "a", "plan": "p", "commands": [], "task_complete": true}'
 
 
-def _execution(eid: str, observation: str = "$ ls\nfile", passed: bool = True) -> Execution:
+def _execution(eid: str, observation: str = "$ ls\nfile", passed: bool = True,
+               reply_analysis: str = "a") -> Execution:
+    reply = REPLY.replace('"analysis": "a"', f'"analysis": "{reply_analysis}"')
     return Execution(id=eid, runbook_id="s#k0", source_id="s", task="t", suite="core", index=0,
                      round=0, passed=passed, reward=float(passed), turns=1, tokens=1,
                      sandbox_seconds=1, log="l",
                      messages=[{"role": "user", "content": PROMPT},
-                               {"role": "assistant", "content": REPLY},
+                               {"role": "assistant", "content": reply},
                                {"role": "user", "content": observation}])
 
 
@@ -42,6 +44,8 @@ def test_filter_drops_duplicates_leaks_and_failures(tmp_path: Path) -> None:
         _execution("d", f"$ ls\n{confirm}"),
         _execution("e", "$ ls\nother", passed=False),
         _execution("f", "$ ls\nsomething else"),
+        _execution("g", "$ ls\nmore", reply_analysis="first group the rows by region before "
+                                                         "summing the values"),
     ])
     decisions, _ = filter_stage.run(cfg, paths)
     by_id = {d.execution_id: d for d in decisions}
@@ -50,3 +54,4 @@ def test_filter_drops_duplicates_leaks_and_failures(tmp_path: Path) -> None:
     assert by_id["c"].reasons[0].startswith("runbook text in the public history")
     assert by_id["d"].reasons[0].startswith("harness control (confirm) in the public history")
     assert by_id["e"].reasons == ["failed the verifier (reward 0)"]
+    assert by_id["g"].reasons[0].startswith("runbook text (1 8-word run(s)) in the agent's replies")
