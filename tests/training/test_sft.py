@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from training_helpers import recipe_dict, write_jsonl, write_recipe
+from training_helpers import TRAJECTORIES, recipe_dict, write_jsonl, write_recipe
 
 pytest.importorskip("trl")
 pytestmark = pytest.mark.slow
@@ -139,3 +139,16 @@ def test_rsr_train_merge_rejects_a_full_fine_tune(full_run: tuple[Path, Any], tm
     assert main(["train", "merge", str(full_run[0]), "--out", str(tmp_path / "x")]) == 2
     assert "not 'lora'" in " ".join(capsys.readouterr().err.split())
     assert not (tmp_path / "x").exists()
+
+
+def test_packed_sft_trains_exactly_the_assistant_tokens(tmp_path: Path) -> None:
+    from rsr.training.config import TrainRecipe
+    from rsr.training.sft import run
+
+    recipe = recipe_dict(tmp_path / "run", [TRAJECTORIES], data={"packing": True},
+                         train={"epochs": 2})
+    card = run(TrainRecipe.model_validate(recipe))
+    # Packed rows still train exactly the checked assistant tokens, none lost or added.
+    assert card.assistant_tokens == card.mask_assistant_tokens_checked
+    assert card.rows == 24 and card.global_steps < 2 * 24 / 4  # packed: fewer, fuller batches
+    assert card.train_loss_end < card.train_loss_start
