@@ -112,6 +112,7 @@ def run(cfg: FactoryConfig, stages: Sequence[str] | None = None,
     if "export" in todo:
         md, _ = report.write(paths)
         console.print(f"report: {md}")
+    console.print(f"ledger: inspect view --log-dir {paths.root / 'logs'}")
     return state
 
 
