@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from rsr.errors import RsrError
 from rsr.training.config import TrainRecipe
 from rsr.training.data import (
     LengthStats,
+    LoadedDataset,
     MaskCheckError,
     compare_mask,
     expected_assistant_mask,
@@ -104,6 +106,138 @@ def _verify_prepared(train_dataset: Any, expected: list[tuple[int, list[int], li
     return tokens, assistant
 
 
+@dataclass
+class _Data:
+    """The training rows after validation, the length policy and mixing."""
+
+    loaded: list[LoadedDataset]
+    per_dataset: list[tuple[LoadedDataset, list[list[dict[str, str]]], LengthStats]]
+    rows: list[list[dict[str, str]]]
+    used: list[int]
+    total: LengthStats
+
+
+def _sft_config(recipe: TrainRecipe, ckpt_dir: Path) -> Any:
+    import torch
+    from trl import SFTConfig
+
+    t, d = recipe.train, recipe.data
+    # Under FSDP the accelerate config's fsdp_activation_checkpointing does the recomputation;
+    # the trainer's own flag would add a redundant all-gather in the backward pass.
+    fsdp = os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true")
+    return SFTConfig(
+        output_dir=str(ckpt_dir),
+        num_train_epochs=t.epochs,
+        max_steps=t.max_steps,
+        per_device_train_batch_size=t.per_device_batch_size,
+        per_device_eval_batch_size=t.per_device_batch_size,
+        gradient_accumulation_steps=t.gradient_accumulation_steps,
+        learning_rate=t.learning_rate,
+        lr_scheduler_type=t.lr_scheduler,
+        warmup_steps=t.warmup_ratio,
+        weight_decay=t.weight_decay,
+        max_grad_norm=t.max_grad_norm,
+        bf16=t.precision == "bf16",
+        fp16=t.precision == "fp16",
+        use_cpu=t.use_cpu or not torch.cuda.is_available(),
+        activation_checkpointing=t.activation_checkpointing and not fsdp,
+        seed=t.seed,
+        data_seed=t.seed,
+        logging_steps=t.logging_steps,
+        logging_first_step=True,
+        save_strategy="steps",
+        save_steps=t.save_steps,
+        save_total_limit=t.save_total_limit,
+        # The probe loss before the first step, measured inside train() where the model is
+        # already wrapped for FSDP/ZeRO-3; no periodic evaluation after that.
+        eval_on_start=True,
+        eval_strategy="steps",
+        eval_steps=10**9,
+        report_to="none",
+        max_length=d.max_length,
+        packing=d.packing,
+        assistant_only_loss=True,
+        eos_token=recipe.eos_token,
+        dataloader_num_workers=t.dataloader_num_workers,
+    )
+
+
+def _tokenizer(recipe: TrainRecipe, template: str, loaded: list[LoadedDataset],
+               base_dir: Path, console: Console) -> Any:
+    from transformers import AutoTokenizer
+
+    from rsr.training.tiny import train_tokenizer
+
+    if recipe.model.tiny is None:
+        return _load_tokenizer(recipe, template)
+    if (base_dir / "config.json").is_file():
+        # Resuming: the tokenizer is trained on the data, so reuse the one built first.
+        return AutoTokenizer.from_pretrained(base_dir)
+    with console.status("training the tiny tokenizer"):
+        texts = [render_messages([m.model_dump() for m in r.messages], chat_template=template)
+                 for d in loaded for r in d.rows]
+        return train_tokenizer(texts, recipe.model.tiny.vocab_size, template)
+
+
+def _data(recipe: TrainRecipe, loaded: list[LoadedDataset], tokenizer: Any, template: str,
+          console: Console) -> _Data:
+    cfg = recipe.data
+    per_dataset = []
+    with console.status("checking lengths"):
+        for d in loaded:
+            rows_d, stats = fit_to_length(d.rows, tokenizer, template, cfg.max_length,
+                                          cfg.long_trajectories)
+            per_dataset.append((d, rows_d, stats))
+    rows, used = mix([(d.config, r) for d, r, _ in per_dataset], recipe.train.seed)
+    if not rows:
+        raise RsrError(f"no training rows left: every trajectory is longer than max_length"
+                       f" {cfg.max_length} (policy {cfg.long_trajectories})")
+    total = LengthStats()
+    for _, _, s in per_dataset:
+        total.add(s)
+    console.print(f"rows: {len(rows)} (dropped too long: {total.rows_dropped_too_long}, split:"
+                  f" {total.rows_split}, steps dropped: {total.steps_dropped_too_long})")
+    return _Data(loaded, per_dataset, rows, used, total)
+
+
+def _model(recipe: TrainRecipe, tokenizer: Any, base_dir: Path, args: Any) -> Any:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from rsr.training.tiny import build_model
+
+    if recipe.model.tiny is not None:
+        # Built and saved once (rank 0), then loaded by every rank: resume and merge reuse it.
+        with args.main_process_first(desc="building the tiny base model"):
+            if not (base_dir / "config.json").is_file():
+                model = build_model(recipe.model.tiny, tokenizer, recipe.data.max_length,
+                                    recipe.train.seed)
+                model.save_pretrained(base_dir)
+                tokenizer.save_pretrained(base_dir)
+        return AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
+    kwargs: dict[str, Any] = {"dtype": _DTYPES.get(recipe.model.dtype, "auto"),
+                              "trust_remote_code": recipe.model.trust_remote_code}
+    if recipe.model.attn_implementation:
+        kwargs["attn_implementation"] = recipe.model.attn_implementation
+    model = AutoModelForCausalLM.from_pretrained(recipe.model.path, **kwargs)
+    # Generation must stop on the template's end-of-turn token, whatever the base said.
+    model.generation_config.eos_token_id = tokenizer.convert_tokens_to_ids(recipe.eos_token)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model
+
+
+def _peft_config(recipe: TrainRecipe) -> Any:
+    import peft
+
+    if recipe.method != "lora":
+        return None
+    assert recipe.lora is not None
+    return peft.LoraConfig(
+        r=recipe.lora.r, lora_alpha=recipe.lora.alpha, lora_dropout=recipe.lora.dropout,
+        target_modules=recipe.lora.target_modules, modules_to_save=recipe.lora.modules_to_save,
+        task_type="CAUSAL_LM")
+
+
 def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
         console: Console | None = None) -> RunCard:
     """Train as the recipe says; returns the run card (also written to the output dir)."""
@@ -113,166 +247,69 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
     import transformers
     import trl
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM
     from transformers.trainer_utils import get_last_checkpoint
-    from trl import SFTConfig, SFTTrainer
-
-    from rsr.training.tiny import build_model, train_tokenizer
+    from trl import SFTTrainer
 
     console = console or Console(stderr=True)
     started = time.time()
     out = Path(recipe.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    base_dir, ckpt_dir, final = out / "base", out / "checkpoints", out / "final"
     template = load_chat_template(recipe.chat_template)
-    cfg_train, cfg_data = recipe.train, recipe.data
-    cuda = torch.cuda.is_available() and not cfg_train.use_cpu
 
     # TrainingArguments first: under DeepSpeed ZeRO-3 it must exist before from_pretrained so
     # the weights are partitioned while loading instead of materialised on every rank.
-    ckpt_dir = out / "checkpoints"
-    # Under FSDP the accelerate config's fsdp_activation_checkpointing does the recomputation;
-    # the trainer's own flag would add a redundant all-gather in the backward pass.
-    fsdp = os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true")
-    args = SFTConfig(
-        output_dir=str(ckpt_dir),
-        num_train_epochs=cfg_train.epochs,
-        max_steps=cfg_train.max_steps,
-        per_device_train_batch_size=cfg_train.per_device_batch_size,
-        per_device_eval_batch_size=cfg_train.per_device_batch_size,
-        gradient_accumulation_steps=cfg_train.gradient_accumulation_steps,
-        learning_rate=cfg_train.learning_rate,
-        lr_scheduler_type=cfg_train.lr_scheduler,
-        warmup_steps=cfg_train.warmup_ratio,
-        weight_decay=cfg_train.weight_decay,
-        max_grad_norm=cfg_train.max_grad_norm,
-        bf16=cfg_train.precision == "bf16",
-        fp16=cfg_train.precision == "fp16",
-        use_cpu=not cuda,
-        activation_checkpointing=cfg_train.activation_checkpointing and not fsdp,
-        seed=cfg_train.seed,
-        data_seed=cfg_train.seed,
-        logging_steps=cfg_train.logging_steps,
-        logging_first_step=True,
-        save_strategy="steps",
-        save_steps=cfg_train.save_steps,
-        save_total_limit=cfg_train.save_total_limit,
-        eval_strategy="no",
-        report_to="none",
-        max_length=cfg_data.max_length,
-        packing=cfg_data.packing,
-        assistant_only_loss=True,
-        eos_token=recipe.eos_token,
-        dataloader_num_workers=cfg_train.dataloader_num_workers,
-    )
+    args = _sft_config(recipe, ckpt_dir)
     is_main = args.process_index == 0
 
     with console.status("loading datasets"):
-        loaded = [load_dataset(d) for d in cfg_data.datasets]
+        loaded = [load_dataset(d) for d in recipe.data.datasets]
     console.print("datasets: " + ", ".join(f"{d.name} ({len(d.rows)} rows)" for d in loaded))
-
-    base_dir = out / "base"
-    if recipe.model.tiny is not None:
-        if (base_dir / "config.json").is_file():
-            # Resuming: the tokenizer is trained on the data, so reuse the one built first.
-            tokenizer = transformers.AutoTokenizer.from_pretrained(base_dir)
-        else:
-            with console.status("training the tiny tokenizer"):
-                texts = [render_messages([m.model_dump() for m in r.messages],
-                                         chat_template=template)
-                         for d in loaded for r in d.rows]
-                tokenizer = train_tokenizer(texts, recipe.model.tiny.vocab_size, template)
-        base_name = str(base_dir.resolve())
-    else:
-        tokenizer = _load_tokenizer(recipe, template)
-        base_name = recipe.model.path
+    tokenizer = _tokenizer(recipe, template, loaded, base_dir, console)
+    base_name = str(base_dir.resolve()) if recipe.model.tiny else str(recipe.model.path)
     _check_eos(tokenizer, recipe.eos_token, base_name)
-
-    per_dataset: list[tuple[Any, list[list[dict[str, str]]], LengthStats]] = []
-    with console.status("checking lengths"):
-        for d in loaded:
-            rows_d, stats = fit_to_length(d.rows, tokenizer, template, cfg_data.max_length,
-                                          cfg_data.long_trajectories)
-            per_dataset.append((d, rows_d, stats))
-    rows, used = mix([(d.config, r) for d, r, _ in per_dataset], cfg_train.seed)
-    if not rows:
-        raise RsrError(f"no training rows left: every trajectory is longer than max_length"
-                       f" {cfg_data.max_length} (policy {cfg_data.long_trajectories})")
-    total = LengthStats()
-    for _, _, s in per_dataset:
-        total.add(s)
-    console.print(f"rows: {len(rows)} (dropped too long: {total.rows_dropped_too_long}, split:"
-                  f" {total.rows_split}, steps dropped: {total.steps_dropped_too_long})")
-
+    data = _data(recipe, loaded, tokenizer, template, console)
     with console.status("checking the assistant mask"):
-        expected = _mask_check(rows, tokenizer, template, recipe.eos_token,
-                               cfg_data.mask_check_rows)
+        expected = _mask_check(data.rows, tokenizer, template, recipe.eos_token,
+                               recipe.data.mask_check_rows)
 
-    # Model
-    if recipe.model.tiny is not None:
-        if not (base_dir / "config.json").is_file():
-            model = build_model(recipe.model.tiny, tokenizer, cfg_data.max_length, cfg_train.seed)
-            if is_main:
-                model.save_pretrained(base_dir)
-                tokenizer.save_pretrained(base_dir)
-        model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
-    else:
-        kwargs: dict[str, Any] = {"dtype": _DTYPES.get(recipe.model.dtype, "auto"),
-                                  "trust_remote_code": recipe.model.trust_remote_code}
-        if recipe.model.attn_implementation:
-            kwargs["attn_implementation"] = recipe.model.attn_implementation
-        model = AutoModelForCausalLM.from_pretrained(recipe.model.path, **kwargs)
-        eos_id = tokenizer.convert_tokens_to_ids(recipe.eos_token)
-        model.generation_config.eos_token_id = eos_id
-        model.generation_config.pad_token_id = tokenizer.pad_token_id
-
-    peft_config = None
-    if recipe.method == "lora":
-        assert recipe.lora is not None
-        peft_config = peft.LoraConfig(
-            r=recipe.lora.r, lora_alpha=recipe.lora.alpha, lora_dropout=recipe.lora.dropout,
-            target_modules=recipe.lora.target_modules,
-            modules_to_save=recipe.lora.modules_to_save, task_type="CAUSAL_LM")
-
-    probe = rows[: cfg_data.loss_probe_rows]
+    probe = data.rows[: recipe.data.loss_probe_rows]
     trainer = SFTTrainer(
-        model=model,
+        model=_model(recipe, tokenizer, base_dir, args),
         args=args,
-        train_dataset=Dataset.from_list([{"messages": m} for m in rows]),
+        train_dataset=Dataset.from_list([{"messages": m} for m in data.rows]),
         eval_dataset=Dataset.from_list([{"messages": m} for m in probe]),
         processing_class=tokenizer,
-        peft_config=peft_config,
+        peft_config=_peft_config(recipe),
     )
-    tokens, assistant_tokens = _verify_prepared(trainer.train_dataset, expected, len(rows),
-                                                cfg_data.packing)
+    tokens, assistant_tokens = _verify_prepared(trainer.train_dataset, expected, len(data.rows),
+                                                recipe.data.packing)
     console.print(f"assistant mask checked on {len(expected)} row(s): exact"
                   f" ({assistant_tokens} of {tokens} tokens trained)")
 
     resume = None
-    if cfg_train.resume and ckpt_dir.is_dir():
+    if recipe.train.resume and ckpt_dir.is_dir():
         resume = get_last_checkpoint(str(ckpt_dir))
         if resume:
             console.print(f"resuming from {resume}")
-    loss_start = trainer.evaluate()["eval_loss"]
     result = trainer.train(resume_from_checkpoint=resume)
     loss_end = trainer.evaluate()["eval_loss"]
+    history = trainer.state.log_history  # restored from the checkpoint when resuming
+    loss_start = next(h["eval_loss"] for h in history if "eval_loss" in h)
 
-    final = out / "final"
     trainer.save_model(str(final))
     if is_main:
         tokenizer.save_pretrained(final)
         if recipe.method == "full":
             trainer.model.generation_config.save_pretrained(final)
 
-    logged = [(int(h["step"]), float(h["loss"])) for h in trainer.state.log_history
-              if "loss" in h and "step" in h]
     commit, dirty = git_state()
-    recipe_sha = (hashlib.sha256(recipe_path.read_bytes()).hexdigest()
-                  if recipe_path and recipe_path.is_file() else None)
     card = RunCard(
         name=recipe.name,
         method=recipe.method,
         recipe_path=str(recipe_path) if recipe_path else None,
-        recipe_sha256=recipe_sha,
+        recipe_sha256=(hashlib.sha256(recipe_path.read_bytes()).hexdigest()
+                       if recipe_path and recipe_path.is_file() else None),
         recipe=json.loads(recipe.model_dump_json()),
         git_commit=commit,
         git_dirty=dirty,
@@ -289,14 +326,14 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
                         rows_kept=s.rows_kept, rows_dropped_too_long=s.rows_dropped_too_long,
                         rows_split=s.rows_split, steps_kept=s.steps_kept,
                         steps_dropped_too_long=s.steps_dropped_too_long, rows_used=n)
-            for (d, _, s), n in zip(per_dataset, used, strict=True)
+            for (d, _, s), n in zip(data.per_dataset, data.used, strict=True)
         ],
-        long_trajectory_policy=cfg_data.long_trajectories,
-        max_length=cfg_data.max_length,
-        rows=len(rows),
-        rows_dropped_too_long=total.rows_dropped_too_long,
-        steps_dropped_too_long=total.steps_dropped_too_long,
-        rows_split=total.rows_split,
+        long_trajectory_policy=recipe.data.long_trajectories,
+        max_length=recipe.data.max_length,
+        rows=len(data.rows),
+        rows_dropped_too_long=data.total.rows_dropped_too_long,
+        steps_dropped_too_long=data.total.steps_dropped_too_long,
+        rows_split=data.total.rows_split,
         tokens=tokens,
         assistant_tokens=assistant_tokens,
         mask_rows_checked=len(expected),
@@ -304,7 +341,8 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
         loss_probe_rows=len(probe),
         train_loss_start=float(loss_start),
         train_loss_end=float(loss_end),
-        logged_loss=logged,
+        logged_loss=[(int(h["step"]), float(h["loss"])) for h in history
+                     if "loss" in h and "step" in h],
         global_steps=result.global_step,
         epochs=float(trainer.state.epoch or 0),
         resumed_from=resume,

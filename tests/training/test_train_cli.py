@@ -62,8 +62,10 @@ def test_rsr_train_does_resume_from_the_last_checkpoint(tmp_path: Path) -> None:
     recipe = str(write_recipe(tmp_path / "r.yaml", r))
     assert main(["train", recipe, "--max-steps", "4"]) == 0
     assert (tmp_path / "run" / "checkpoints" / "checkpoint-4").is_dir()
+    first = json.loads((tmp_path / "run" / "run_card.json").read_text())
     assert main(["train", recipe, "--max-steps", "6"]) == 0
     card = json.loads((tmp_path / "run" / "run_card.json").read_text())
+    assert card["train_loss_start"] == first["train_loss_start"]  # the loss before step 1
     assert card["resumed_from"].endswith("checkpoint-4")
     assert card["global_steps"] == 6
     # The checkpoint carries the first run's log, so the curve covers every step once.
