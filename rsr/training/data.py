@@ -22,7 +22,7 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -173,10 +173,6 @@ def load_dataset(cfg: DatasetConfig) -> LoadedDataset:
     if not rows:
         raise RsrError(f"dataset {path} has no rows")
     return LoadedDataset(cfg, cfg.name or path.name, file_sha256(path), rows, stripped)
-
-
-class Tokenizer(Protocol):
-    def __call__(self, text: str, **kwargs: Any) -> Any: ...
 
 
 def token_ids(tokenizer: Any, text: str) -> list[int]:
