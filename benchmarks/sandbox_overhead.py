@@ -22,10 +22,19 @@ from rsr.harness.oracle import oracle
 from rsr.tasks.inspect_tasks import suite_task
 
 
-def overhead(samples: int, log_dir: str) -> None:
-    # Serial (one sandbox at a time) so each sample's time is its own.
+def _null_run(epochs: int, log_dir: str) -> tuple[float, list]:
+    started = time.monotonic()
     logs = inspect_eval(suite_task("core", None, "hello-world", None), solver=null(), model="mockllm/model",
-                        epochs=samples, max_sandboxes=1, log_dir=log_dir, display="none")
+                        epochs=epochs, max_sandboxes=1, log_dir=log_dir, display="none")
+    return time.monotonic() - started, logs
+
+
+def overhead(samples: int, log_dir: str) -> None:
+    # Serial (one sandbox at a time) so each sample's time is its own. Inspect's per-sample
+    # total_time leaves out part of sandbox start and stop, so the marginal wall time of extra
+    # samples (n samples minus 1 sample, over n - 1) is the honest start+stop+verify figure.
+    one, _ = _null_run(1, log_dir)
+    wall, logs = _null_run(samples, log_dir)
     totals, verifier = [], []
     for s in logs[0].samples or []:
         totals.append(s.total_time or 0.0)
@@ -34,7 +43,11 @@ def overhead(samples: int, log_dir: str) -> None:
     print(f"per-sample (null agent, hello-world, n={samples}, serial):")
     print(f"  total       median {statistics.median(totals):6.2f}s  min {min(totals):6.2f}s  max {max(totals):6.2f}s")
     print(f"  verifier    median {statistics.median(verifier):6.2f}s")
-    print(f"  start+stop  median {statistics.median(start_stop):6.2f}s  (total - verifier)")
+    print(f"  start+stop  median {statistics.median(start_stop):6.2f}s  (Inspect total_time - verifier)")
+    marginal = (wall - one) / (samples - 1)
+    print(f"  marginal wall per sample {marginal:6.2f}s = sandbox start + stop + verifier; "
+          f"start + stop ~ {marginal - statistics.median(verifier):.2f}s "
+          f"(1 sample {one:.1f}s, {samples} samples {wall:.1f}s)")
 
 
 def suite(log_dir: str, max_sandboxes: int | None) -> None:
