@@ -200,6 +200,7 @@ def _load_harbor(paths: TaskPaths) -> LoadedTask:
         raise DatasetLoadError(errors)
     assert config is not None
     warnings = tuple(f"{paths.config_path}: unknown key '{k}'" for k in config.unknown_keys())
+    warnings += tuple(f"{paths.config_path}: {w}" for w in config.version_warnings())
     if not paths.solve_script.is_file():
         warnings += (f"{paths.solve_script}: no reference solution (the oracle cannot run)",)
     return LoadedTask(paths.task_dir.name, "harbor", paths, config, instruction, warnings)

@@ -120,9 +120,13 @@ class EnvironmentSection(ForeignModel):
     @model_validator(mode="before")
     @classmethod
     def _legacy_sizes(cls, data: Any) -> Any:
-        # Harbor 1.0 wrote `memory = "2G"` and `storage = "10G"`.
+        # Harbor 1.0 wrote `memory = "2G"` and `storage = "10G"`; newer corpora say
+        # `network_mode = "public"` where older ones say `allow_internet = true`.
         if isinstance(data, dict):
             data = dict(data)
+            mode = data.get("network_mode")
+            if isinstance(mode, str) and "allow_internet" not in data:
+                data["allow_internet"] = mode.lower() in ("public", "bridge", "host", "internet")
             if "memory" in data and "memory_mb" not in data:
                 data["memory_mb"] = _size_to_mb(data.pop("memory"))
             if "storage" in data and "storage_mb" not in data:
@@ -189,13 +193,19 @@ class TaskConfig(ForeignModel):
 
     @field_validator("schema_version", mode="before")
     @classmethod
-    def _known_version(cls, v: Any) -> str:
-        v = str(v)
-        if v not in SUPPORTED_SCHEMA_VERSIONS:
-            raise ValueError(
-                f"unsupported schema version {v!r}; supported: {', '.join(SUPPORTED_SCHEMA_VERSIONS)}"
-            )
+    def _version_shape(cls, v: Any) -> str:
+        # Published corpora already carry versions newer than we model (e.g. "2.0"); those load
+        # (their new keys are kept as unknown-key warnings), only a malformed value is an error.
+        v = str(v).strip()
+        if not re.fullmatch(r"\d+(\.\d+){0,2}", v):
+            raise ValueError(f"not a schema version: {v!r} (expected e.g. {SUPPORTED_SCHEMA_VERSIONS[-1]!r})")
         return v
+
+    def version_warnings(self) -> list[str]:
+        if self.schema_version in SUPPORTED_SCHEMA_VERSIONS:
+            return []
+        return [f"schema version {self.schema_version!r} is newer than the ones modelled "
+                f"({', '.join(SUPPORTED_SCHEMA_VERSIONS)}); known fields are read, others kept as unknown keys"]
 
     @property
     def milestones(self) -> list[str]:

@@ -71,10 +71,46 @@ def test_load_task_names_file_and_field_of_a_bad_value(tmp_path: Path) -> None:
     assert info.value.path.endswith("bad/task.toml") and info.value.field == "agent.timeout_sec"
 
 
-def test_load_task_rejects_unsupported_schema_version(tmp_path: Path) -> None:
-    d = harbor_task(tmp_path, "future", toml='schema_version = "9.0"\n')
-    with pytest.raises(TaskFormatError, match="schema_version.*unsupported"):
+def test_load_task_rejects_a_malformed_schema_version(tmp_path: Path) -> None:
+    d = harbor_task(tmp_path, "garbled", toml='schema_version = "one point oh"\n')
+    with pytest.raises(TaskFormatError, match="schema_version: .*not a schema version"):
         load_task(d)
+
+
+def test_load_task_reads_a_newer_published_schema_with_warnings(tmp_path: Path) -> None:
+    # Shapes seen in published corpora: version 2.0, [verifier.environment], network_mode,
+    # mcp_servers, os, [[task.authors]] tables.
+    d = harbor_task(tmp_path, "newer", toml="""
+        version = "2.0"
+        [[task.authors]]
+        name = "someone"
+        email = "someone@example.com"
+        [metadata]
+        difficulty = "hard"
+        number_of_milestones = 0
+        [verifier]
+        environment_mode = "separate"
+        timeout_sec = 1800.0
+        [verifier.env]
+        [verifier.environment]
+        cpus = 2
+        [agent]
+        timeout_sec = 5400.0
+        network_mode = "public"
+        [environment]
+        build_timeout_sec = 1800.0
+        os = "linux"
+        network_mode = "public"
+        cpus = 2
+        memory_mb = 8192
+        gpus = 0
+        mcp_servers = []
+        """)
+    task = load_task(d)
+    assert task.config.schema_version == "2.0" and task.config.environment.allow_internet is True
+    assert task.config.task.authors[0].email == "someone@example.com"
+    assert any("newer than the ones modelled" in w for w in task.warnings)
+    assert any("environment.mcp_servers" in w for w in task.warnings)
 
 
 def test_load_task_rejects_invalid_toml_with_its_path(tmp_path: Path) -> None:
