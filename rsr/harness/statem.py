@@ -8,7 +8,7 @@ The checks:
 - the edges force a plan before any act or verify (understand -> plan -> act -> verify);
 - done needs a verify turn with commands whose output the model has already seen, and that
   came after the last change. Any turn whose commands ran outside `verify` counts as a change.
-- task_complete is honoured only in `done`.
+- task_complete is honoured only in `done`, and not on a turn that types commands there.
 """
 
 from __future__ import annotations
@@ -58,11 +58,14 @@ class Workflow:
             return (f"{self.state} -> {target} is not an allowed move; from {self.state} you "
                     f"may go to {', '.join(EDGES[self.state])}")
         if target == "done" and self.state != "done":
-            seen = [t for t in self.verify_turns if self.last_change_turn < t < turn]
-            if not seen:
+            if not self.verified(turn):
                 return ("done needs a verify turn whose output you have seen and that came "
                         "after your last change; run verification commands in verify first")
         return None
+
+    def verified(self, turn: int) -> bool:
+        """A verify turn before `turn` came after the last change (its output was read)."""
+        return any(self.last_change_turn < t < turn for t in self.verify_turns)
 
     def move(self, target: State, turn: int) -> None:
         if target != self.state:
@@ -112,10 +115,15 @@ class StateMHarness(TerminalHarness):
             self.workflow.refusals += 1
             notes.append(f"[workflow] move to {target} refused: {refusal}. You stay in "
                          f"{self.workflow.state}; nothing was typed this turn.")
-        allowed = self.workflow.state == "done"
+        # Commands typed in done (or on the way to it) are a change nobody has verified yet.
+        changing = refusal is None and bool(reply.commands) and self.workflow.state != "verify"
+        in_done = self.workflow.state == "done"
+        allowed = in_done and not changing and self.workflow.verified(self.turn)
         if reply.task_complete and not allowed:
-            notes.append("[workflow] task_complete ignored: completion is only accepted in "
-                         f"done (you are in {self.workflow.state}).")
+            why = (f"completion is only accepted in done (you are in {self.workflow.state})"
+                   if not in_done else "commands typed outside verify are a change; verify "
+                   "again (done -> verify) before completing")
+            notes.append(f"[workflow] task_complete ignored: {why}.")
         self._ran_commands = refusal is None
         return Review(allow_complete=allowed, run_commands=refusal is None, notes=notes)
 

@@ -8,9 +8,9 @@ import pytest
 
 from rsr.harness import prompts
 from rsr.harness.context import ContextOverflowError, is_overflow_error
-from rsr.harness.protocol import MAX_DURATION, StateMReply, parse_reply
-from rsr.harness.statem import Workflow
-from rsr.harness.terminus2 import cap_observation
+from rsr.harness.protocol import MAX_DURATION, Command, StateMReply, parse_reply
+from rsr.harness.statem import StateMHarness, Workflow
+from rsr.harness.terminus2 import Terminus2Config, cap_observation
 from rsr.harness.tmux import escape_literal, is_key_name
 
 
@@ -114,6 +114,31 @@ def test_workflow_refuses_done_without_seen_verification():
     flow.move("verify", 5)
     assert flow.check("done", 5) is not None
     assert "unknown state" in flow.check("celebrate", 5)
+
+
+def _statem_turn(harness: StateMHarness, turn: int, state: str, *keys: str,
+                 complete: bool = False):
+    harness.turn = turn
+    reply = StateMReply(analysis="a", plan="p", next_state=state, task_complete=complete,
+                        commands=[Command(keystrokes=k) for k in keys])
+    review = harness.review(reply)
+    harness.after_turn(reply)
+    return review
+
+
+def test_statem_refuses_completion_after_commands_typed_in_done():
+    harness = StateMHarness(Terminus2Config())
+    _statem_turn(harness, 1, "plan")
+    _statem_turn(harness, 2, "act", "echo hi > /app/f\n")
+    _statem_turn(harness, 3, "verify", "cat /app/f\n")
+    # Moving to done is fine, but commands typed on the way are an unverified change.
+    review = _statem_turn(harness, 4, "done", "rm /app/f\n", complete=True)
+    assert review.run_commands and not review.allow_complete
+    assert any("verify again" in note for note in review.notes)
+    review = _statem_turn(harness, 5, "done", complete=True)
+    assert not review.allow_complete
+    _statem_turn(harness, 6, "verify", "ls /app\n")
+    assert _statem_turn(harness, 7, "done", complete=True).allow_complete
 
 
 def test_prompts_render_every_placeholder_and_have_a_stable_digest():
