@@ -114,3 +114,16 @@ def test_rsrt_stops_at_reflection_limit_and_is_scored():
     assert result["end_reason"] == "reflection_limit"
     assert "reflection" not in kinds(sample)
     assert passed(sample) == 0.0
+
+
+def test_rsrt_verifies_when_episodes_run_out_then_reflects_and_passes():
+    sample = run(rsrt(wait_mode="adaptive", max_episodes=1, max_reflections=1), [
+        reply(WRITE_WRONG),     # the only episode: exhausted, verified in a copy, fails
+        reply(WRITE_HELLO),     # a fresh episode after the reflection prompt
+    ])
+    result = sample.store[STORE_RESULT]
+    assert [(v["trigger"], v["passed"]) for v in result["verifications"]] == \
+        [("max_episodes", False), ("max_episodes", True)]
+    assert result["end_reason"] == "verified"
+    assert kinds(sample).count("reflection") == 1
+    assert passed(sample) == 1.0
