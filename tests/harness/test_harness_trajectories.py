@@ -79,6 +79,16 @@ def test_trajectories_export_atif_and_messages_without_secrets(tmp_path, monkeyp
     assert training._structure_problem(parsed.messages) is None  # the trainer accepts it
     assert row["prompt_version"] == prompts.PROMPT_VERSION
 
+    # --only filters on the verifier's outcome; --keep keeps a control kind verbatim.
+    assert main(["trajectories", "export", str(log_file), "--format", "messages",
+                 "--only", "failed", "--out", str(tmp_path / "failed")]) == 0
+    assert (tmp_path / "failed" / "messages.jsonl").read_text() == ""
+    assert main(["trajectories", "export", str(log_file), "--format", "messages",
+                 "--only", "passed", "--keep", "confirm", "--out", str(tmp_path / "kept")]) == 0
+    kept = json.loads((tmp_path / "kept" / "messages.jsonl").read_text())
+    assert "Are you sure?" in json.dumps(kept["messages"])
+    assert "confirm" not in {r["kind"] for r in kept["removed"]}
+
 
 def test_public_messages_drops_detours_and_strips_mixed_control():
     h = "terminus2"
