@@ -123,3 +123,16 @@ async def test_ensure_tmux_fails_clearly_without_tmux_and_network():
             await ensure_tmux(DockerContainerSandbox(cid), allow_internet=False, task="bare")
     finally:
         subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
+
+
+async def test_ensure_tmux_installs_tmux_when_the_task_has_network():
+    # Host network: the package mirror is reachable only that way here (no bridge network).
+    cid = subprocess.run(
+        ["docker", "run", "-d", "--rm", "--network", "host", "debian:bookworm-slim",
+         "sleep", "600"], check=True, capture_output=True, text=True).stdout.strip()
+    try:
+        sbx = DockerContainerSandbox(cid)
+        assert await ensure_tmux(sbx, allow_internet=True, task="bare") == "installed"
+        assert await ensure_tmux(sbx, allow_internet=False) == "present"
+    finally:
+        subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
