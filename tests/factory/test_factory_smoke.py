@@ -190,3 +190,22 @@ def test_smoke_adaptive_execution_and_status(out: Path, capsys: pytest.CaptureFi
     assert (f["rollouts"], f["sources"], f["runbooks"], f["accepted"], f["executions"],
             f["passed"], f["kept"]) == (9, 4, 8, 7, 7, 6, 5)
     assert status["costs"]["per_kept"]["rollouts"] == round(16 / 5, 3)
+
+
+def test_smoke_report_cli_writes_every_section_and_the_baselines(
+        out: Path, capsys: pytest.CaptureFixture) -> None:
+    import datasets
+
+    assert main(["factory", "report", str(SMOKE), "--output-dir", str(out)]) == 0
+    md = capsys.readouterr().out
+    for heading in ("## Harness complementarity", "## Funnel", "### Per source (case studies)",
+                    "## Command similarity", "## Adaptive execution", "## Cost",
+                    "## Definitions", "## Contamination guard"):
+        assert heading in md, heading
+    assert "Median turns: sources 4, kept rewrites 3." in md
+    assert "**command_order_similarity**: longest common subsequence" in md
+    assert md == (out / "report" / "report.md").read_text() + "\n"
+    assert len(datasets.Dataset.from_parquet(str(out / "dataset.parquet"))) == len(_rows(out))
+    direct = [json.loads(x) for x in
+              (out / "baselines" / "terminus2-direct.jsonl").read_text().splitlines()]
+    assert [(r["source_harness"], r["task"]) for r in direct] == [("terminus2", "hello-world")]
