@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pytest
 from harness_scripted import WRITE_HELLO, WRITE_WRONG, kinds, output, passed, reply, run
+from inspect_ai import eval as inspect_eval
+from inspect_ai.model import get_model
+from inspect_ai.solver import SolverSpec
 
 from rsr.harness.control import turn_meta
 from rsr.harness.rsrt import rsrt
 from rsr.harness.statem import statem
-from rsr.harness.terminus2 import STORE_RESULT
+from rsr.harness.terminus2 import STORE_RESULT, STORE_SETTINGS
 
 pytestmark = pytest.mark.docker
 
@@ -127,3 +130,21 @@ def test_rsrt_verifies_when_episodes_run_out_then_reflects_and_passes():
     assert result["end_reason"] == "verified"
     assert kinds(sample).count("reflection") == 1
     assert passed(sample) == 1.0
+
+
+@pytest.mark.parametrize("name,args,end_reason", [
+    ("rsr/statem", {"max_episodes": 1}, "max_episodes"),
+    ("rsr/rsrt", {"budget_minutes": 180, "max_episodes": 1, "max_reflections": 0}, "verified"),
+])
+def test_harness_runs_by_registered_name_with_cli_args(tmp_path, name, args, end_reason):
+    model = get_model("mockllm/model", custom_outputs=[output(reply(WRITE_HELLO,
+                                                                     next_state="plan"))])
+    args = {**args, "wait_mode": "adaptive"}  # as `--solver NAME -S key=value`
+    logs = inspect_eval("rsr/core", task_args={"tasks": "hello-world"},
+                        solver=SolverSpec(name, args, args_passed=args), model=model,
+                        display="none", log_dir=str(tmp_path))
+    sample = logs[0].samples[0]
+    settings = sample.store[STORE_SETTINGS]
+    assert logs[0].eval.solver == name and settings["harness"] == name.removeprefix("rsr/")
+    assert all(settings[key] == value for key, value in args.items())
+    assert sample.store[STORE_RESULT]["end_reason"] == end_reason
