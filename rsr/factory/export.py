@@ -27,6 +27,7 @@ from rsr.factory.ledger import FactoryPaths
 from rsr.factory.records import Decision, Execution, Runbook, Source, content_hash, read_rows
 from rsr.tasks.load import LoadedTask, iter_files, load_dataset, load_task
 from rsr.tasks.suites import resolve_suite_path
+from rsr.trajectories.redact import environment_secrets, redact
 
 MIN_FILE_BYTES = 64
 
@@ -156,10 +157,24 @@ def guard(rows: list[dict[str, Any]], index: EvalIndex, allow: bool
     return kept, refused
 
 
+def redact_rows(rows: list[dict[str, Any]], secrets: list[str] | None = None) -> list[dict[str, Any]]:
+    """API keys and secret-named environment values never reach a dataset; a row whose messages
+    changed gets its content hash recomputed so provenance still matches the text."""
+    secrets = environment_secrets() if secrets is None else secrets
+    out = []
+    for row in rows:
+        clean = redact(row, secrets)
+        if clean.get("messages") != row.get("messages"):
+            clean["content_hash"] = content_hash(clean["messages"])
+        out.append(clean)
+    return out
+
+
 def write_dataset(rows: list[dict[str, Any]], directory: Path, jsonl: Path) -> None:
     import datasets
 
     datasets.disable_progress_bars()
+    rows = redact_rows(rows)
     jsonl.parent.mkdir(parents=True, exist_ok=True)
     with jsonl.open("w") as f:
         for row in rows:

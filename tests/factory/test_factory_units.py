@@ -10,7 +10,7 @@ from inspect_ai.model import ChatMessageAssistant, ChatMessageUser
 
 from rsr.errors import RsrError
 from rsr.factory.config import load_config
-from rsr.factory.export import EvalIndex, guard
+from rsr.factory.export import EvalIndex, guard, write_dataset
 from rsr.factory.records import Execution, Rollout
 from rsr.factory.report import complementarity, similarity, upset_plot
 from rsr.factory.scripted import Fixture, choose
@@ -109,3 +109,20 @@ def test_scripted_rules_pick_by_metadata_content_and_turn() -> None:
     assert choose(FIXTURE, "executor", later, {"task_name": "hello-world"}, 1, None) == '{"k": 1}'
     with pytest.raises(RsrError, match="no rule for role=planner task=hello-world"):
         choose(FIXTURE, "planner", first, {"task_name": "hello-world"}, 1, None)
+
+
+def test_export_redacts_api_keys_and_env_secrets_from_dataset_rows(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from rsr.factory.records import content_hash
+
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-1234567890-secret")
+    messages = [{"role": "user", "content": "task"},
+                {"role": "assistant", "content": "export OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwx; "
+                                                 "curl -H 'x: tok-1234567890-secret' localhost"}]
+    row = {"messages": messages, "task": "t", "content_hash": content_hash(messages)}
+    write_dataset([row], tmp_path / "ds", tmp_path / "ds.jsonl")
+    text = (tmp_path / "ds.jsonl").read_text()
+    assert "sk-abcdefghijklmnopqrstuvwx" not in text and "tok-1234567890-secret" not in text
+    written = json.loads(text.splitlines()[0])
+    assert "[REDACTED]" in written["messages"][1]["content"]
+    assert written["content_hash"] == content_hash(written["messages"]) != row["content_hash"]
