@@ -8,6 +8,8 @@ from pathlib import Path
 from rsr.errors import RsrError
 from rsr.training.runcard import RUN_CARD
 
+DTYPES = ("auto", "bfloat16", "float16", "float32")
+
 
 def merge(run_dir: str | Path, out: str | Path, *, base: str | None = None,
           dtype: str = "auto") -> Path:
@@ -15,6 +17,11 @@ def merge(run_dir: str | Path, out: str | Path, *, base: str | None = None,
 
     `base` overrides the base model recorded in the run card (e.g. when the run moved).
     """
+    from rsr.training.sft import _require_train_extra
+
+    if dtype not in DTYPES:  # checked before the (slow) base model load
+        raise RsrError(f"--dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+    _require_train_extra()
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -70,3 +70,19 @@ def test_rsr_train_does_resume_from_the_last_checkpoint(tmp_path: Path) -> None:
     assert card["global_steps"] == 6
     # The checkpoint carries the first run's log, so the curve covers every step once.
     assert [step for step, _ in card["logged_loss"]] == [1, 2, 3, 4, 5, 6]
+
+
+def test_rsr_train_merge_rejects_run_without_train_extra_saying_how_to_install(
+        tmp_path: Path) -> None:
+    done = _cli_without_train_extra("train", "merge", str(tmp_path), "--out", str(tmp_path / "m"))
+    assert done.returncode == 2, done.stderr
+    assert "pip install -e '.[train]'" in " ".join(done.stderr.split())
+
+
+def test_rsr_train_merge_rejects_unknown_dtype_naming_the_choices(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["train", "merge", str(tmp_path), "--out", str(tmp_path / "m"),
+                 "--dtype", "bf16"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--dtype 'bf16': expected one of auto, bfloat16, float16, float32" in err
+    assert not (tmp_path / "m").exists()
