@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rsr.errors import RsrError
+from rsr.errors import RsrError, TaskFormatError
 from rsr.report.logs import RunLog, read_runs
 from rsr.report.metrics import SuiteMetrics
 
@@ -70,12 +70,22 @@ class PaperTable(BaseModel):
 
 
 def load_paper_table(path: Path | None = None) -> PaperTable:
-    text = (
-        path.read_text()
-        if path is not None
-        else resources.files("rsr.report").joinpath("data").joinpath(DEFAULT_PAPER_TABLE).read_text()
-    )
-    return PaperTable.model_validate(yaml.safe_load(text))
+    """The reference numbers: the packaged Table 5, or a user's YAML (`--paper`), whose
+    errors name the file and the field."""
+    if path is None:
+        text = resources.files("rsr.report").joinpath("data").joinpath(DEFAULT_PAPER_TABLE)
+        return PaperTable.model_validate(yaml.safe_load(text.read_text()))
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise TaskFormatError(path, None, f"cannot read the reference table ({e.strerror})") from e
+    except yaml.YAMLError as e:
+        raise TaskFormatError(path, None, f"not valid YAML: {e}") from e
+    try:
+        return PaperTable.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise TaskFormatError(path, ".".join(map(str, err["loc"])) or None, err["msg"]) from e
 
 
 class LabelledRun(BaseModel):

@@ -76,3 +76,35 @@ def test_build_table5_rejects_duplicate_labels(tmp_path: Path) -> None:
     (tmp_path / "b" / "x").mkdir(parents=True)
     with pytest.raises(Exception, match="label 'x' used twice"):
         build_table5([tmp_path / "a" / "x", tmp_path / "b" / "x"])
+
+
+def test_table5_cli_rejects_malformed_paper_table_naming_file_and_field(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from rsr.cli.main import main
+
+    run = tmp_path / "RSR"
+    run.mkdir()
+    _log(run / "tb2.eval", "rsr/tb2", {"a": [(1, 1.0), (0, 0.0), (1, 1.0)]})
+    paper = tmp_path / "paper.yaml"
+    paper.write_text("source: mine\ncolumns: [RSR]\nrows:\n  - benchmark: tb2\n"
+                     "    title: TB2\n    metric: pass_at_5\n    n_tasks: 1\n"
+                     "    values: {RSR: 0.5}\n")
+    args = ["report", "table5", str(run), "--paper", str(paper), "--out", str(tmp_path / "o")]
+    assert main(args) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "paper.yaml: rows.0.metric: Input should be 'pass_at_3', 'mean' or 'process'" in err
+    paper.unlink()
+    assert main(args) == 2
+    assert "paper.yaml: cannot read the reference table" in " ".join(
+        capsys.readouterr().err.split())
+    assert not (tmp_path / "o").exists()
+
+
+def test_build_table5_rejects_unreadable_log_naming_the_file(tmp_path: Path) -> None:
+    from rsr.errors import RsrError
+
+    run = tmp_path / "base"
+    run.mkdir()
+    (run / "tb2.eval").write_bytes(b"not a zip")
+    with pytest.raises(RsrError, match=r"tb2.eval: not a readable Inspect log"):
+        build_table5([run])
