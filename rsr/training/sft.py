@@ -55,8 +55,12 @@ def _load_tokenizer(recipe: TrainRecipe, template: str) -> Any:
     from transformers import AutoTokenizer
 
     assert recipe.model.path is not None
-    tok = AutoTokenizer.from_pretrained(recipe.model.path,
-                                        trust_remote_code=recipe.model.trust_remote_code)
+    try:
+        tok = AutoTokenizer.from_pretrained(recipe.model.path,
+                                            trust_remote_code=recipe.model.trust_remote_code)
+    except OSError as e:  # not a local checkpoint, and not on (or no access to) the hub
+        raise RsrError(f"model.path {recipe.model.path!r}: cannot load its tokenizer ({e});"
+                       " give a checkpoint directory or a hub id") from e
     tok.chat_template = template
     _check_eos(tok, recipe.eos_token, recipe.model.path)
     tok.eos_token = recipe.eos_token

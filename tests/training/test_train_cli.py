@@ -86,3 +86,12 @@ def test_rsr_train_merge_rejects_unknown_dtype_naming_the_choices(
     err = " ".join(capsys.readouterr().err.split())
     assert "--dtype 'bf16': expected one of auto, bfloat16, float16, float32" in err
     assert not (tmp_path / "m").exists()
+
+
+def test_rsr_train_rejects_model_path_that_does_not_load_naming_the_field(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("trl")
+    r = recipe_dict(tmp_path / "out", [TRAJECTORIES], model={"path": str(tmp_path / "nope")})
+    assert main(["train", str(write_recipe(tmp_path / "r.yaml", r))]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "model.path" in err and "cannot load its tokenizer" in err
