@@ -35,6 +35,14 @@ def _validate_all(logs: list[Path], board_dir: Path) -> list:
     if failures:
         msg = "\n".join(str(e) for e in failures)
         raise RsrError(f"{len(failures)} of {len(files)} log(s) rejected:\n{msg}")
+    # Without a pin the digest is compared only with the tasks on this machine, which whoever
+    # runs the suite can edit (e.g. a TB2 copy in RSR_TASKS_HOME): say so on every use.
+    for bench in sorted({v.run.benchmark for v in ok}):
+        if board.config.suites[bench].digest is None:
+            Console(stderr=True).print(
+                f"[yellow]warning:[/yellow] suite {bench!r} is not pinned in {board.path}: its "
+                f"tasks were checked only against the copy on this machine; pin it with "
+                f"`rsr leaderboard pin {bench}` (suites.{bench}.digest)")
     return ok
 
 

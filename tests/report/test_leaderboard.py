@@ -259,3 +259,17 @@ def test_leaderboard_entry_does_carry_process_reward_of_a_long_horizon_suite(
     entry = build_entry([validate_log(log, load_board(board))], model_name="m", harness="h")
     m = entry.suites["lhtb"].metrics
     assert (m.process, m.mean, m.n_tasks, m.n_runs) == (0.5, 0.0, 1, 3)
+
+
+def test_leaderboard_check_does_warn_while_the_suite_is_not_pinned(
+        core_runs, board: Path, capsys: pytest.CaptureFixture) -> None:
+    check = ["leaderboard", "check", str(core_runs["oracle"]), "--board", str(board)]
+    assert main(check) == 0
+    assert "suite 'core' is not pinned" in " ".join(capsys.readouterr().err.split())
+
+    assert main(["leaderboard", "pin", "core", "--board", str(board)]) == 0
+    digest = capsys.readouterr().out.strip()
+    with (board / "board.yaml").open("a") as f:
+        f.write(f"    digest: '{digest}'\n")
+    assert main(check) == 0
+    assert "not pinned" not in capsys.readouterr().err
