@@ -273,3 +273,21 @@ def test_leaderboard_check_does_warn_while_the_suite_is_not_pinned(
         f.write(f"    digest: '{digest}'\n")
     assert main(check) == 0
     assert "not pinned" not in capsys.readouterr().err
+
+
+def test_leaderboard_page_and_readme_do_show_process_reward_of_a_long_horizon_suite(
+        lhtb_run, tmp_path: Path) -> None:
+    board = tmp_path / "b"
+    board.mkdir()
+    (board / "board.yaml").write_text(yaml.safe_dump({"suites": {"lhtb": {
+        "path": str(lhtb_run["suite"])}}}))
+    assert main(["leaderboard", "add", str(lhtb_run["logs"]), "--model-name", "m",
+                 "--harness", "h", "--board", str(board)]) == 0
+    site = tmp_path / "site"
+    assert main(["leaderboard", "build", "--out", str(site), "--board", str(board)]) == 0
+    readme = (board / "README.md").read_text()
+    # Every run fails but earns half the milestones: the pass rate alone would say 0.
+    assert "| # | model | harness | lhtb score | lhtb pass@3 | lhtb process | submitted |" in readme
+    assert "| 1 | m | h | 0.0% ± 0.0 | 0.0% | 0.50 |" in readme
+    page = (site / "index.html").read_text()
+    assert 'data-key="lhtb-process"' in page and "0.50 ± 0.00" in page
