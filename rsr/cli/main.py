@@ -57,9 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # click usage errors arrive here in non-standalone mode
         import click
 
-        if isinstance(e, click.ClickException):
+        # typer >= 0.20 vendors click: its usage errors are typer._click exceptions, which
+        # are not click.ClickException but do subclass the public typer.TyperException.
+        if isinstance(e, click.ClickException | typer.TyperException) and hasattr(e, "show"):
             e.show()
-            return e.exit_code
+            return getattr(e, "exit_code", 2)
         raise
     # In non-standalone mode click returns the exit code of a `typer.Exit` instead of raising.
     return result if isinstance(result, int) else 0

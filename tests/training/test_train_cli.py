@@ -95,3 +95,10 @@ def test_rsr_train_rejects_model_path_that_does_not_load_naming_the_field(
     assert main(["train", str(write_recipe(tmp_path / "r.yaml", r))]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "model.path" in err and "cannot load its tokenizer" in err
+
+
+def test_rsr_train_rejects_unknown_option_with_a_usage_error_not_a_traceback(
+        capsys: pytest.CaptureFixture) -> None:
+    assert main(["train", "run", "training/recipes/tiny-cpu.yaml", "--max-step", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "No such option: --max-step" in err and "Traceback" not in err
