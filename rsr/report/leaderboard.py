@@ -8,7 +8,8 @@ accepts a log only if
   `(task_name, task_digest)` equals the digest of the suite's tasks on disk (and the pin);
 - it ran at least `min_epochs` epochs and every (task, epoch) sample is in the file;
 - nothing overrode a timeout or resource: no `time_limit`/`working_limit`, no `--sandbox`
-  override, and each sample's agent/verifier timeout, cpus and memory equal the task's;
+  override, and each sample's agent/verifier timeout, cpus and memory equal the task's; the
+  agent is not one that runs the hidden tests during the attempt (rsr/rsrt);
 - every score is consistent with the evidence the verifier left: each sample's value is
   re-derived from the reward metrics in the score's metadata, those metrics must be what the
   transcript shows the verifier reading from the reward file in the sandbox, the value must
@@ -71,6 +72,9 @@ TOL = 1e-9
 # Agent arguments that would change a task's time or resources (e.g. terminus2's
 # agent_timeout_sec); TB2 rules forbid these as override_timeout_sec/override_cpus do.
 _OVERRIDE_KEY = re.compile(r"timeout|time_limit|cpus|memory|storage|multiplier")
+# Harnesses that run the hidden tests during the attempt and feed pass/fail back to the agent,
+# under a budget that replaces the task's agent timeout (rsr/rsrt: data discovery, not eval).
+FEEDBACK_HARNESSES = {"rsrt"}
 
 
 class SuitePin(BaseModel):
@@ -396,6 +400,9 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
     if solver_overrides:
         problems.append(f"agent arguments {solver_overrides} override the tasks' timeouts or "
                         "resources")
+    if (spec.solver or "").rsplit("/", 1)[-1] in FEEDBACK_HARNESSES:
+        problems.append(f"agent {spec.solver!r} runs the hidden tests during the attempt and "
+                        "replaces the tasks' agent timeouts with its budget; not a board run")
     extra_args = sorted(k for k, v in (spec.task_args or {}).items()
                         if k not in SELECTION_ARGS and v is not None)
     if extra_args:

@@ -291,3 +291,13 @@ def test_leaderboard_page_and_readme_do_show_process_reward_of_a_long_horizon_su
     assert "| 1 | m | h | 0.0% ± 0.0 | 0.0% | 0.50 |" in readme
     page = (site / "index.html").read_text()
     assert 'data-key="lhtb-process"' in page and "0.50 ± 0.00" in page
+
+
+def test_validate_log_rejects_a_run_of_the_rsrt_feedback_harness(
+        log_of, board: Path, tmp_path: Path) -> None:
+    def as_rsrt(log: EvalLog) -> None:
+        log.eval.solver = "rsr/rsrt"  # the header of an `inspect eval --solver rsr/rsrt` run
+
+    bad = _tampered(log_of("scripted"), tmp_path / "x.eval", as_rsrt)
+    with pytest.raises(LogValidationError, match=r"agent 'rsr/rsrt' runs the hidden tests"):
+        validate_log(bad, load_board(board))
