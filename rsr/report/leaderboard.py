@@ -9,7 +9,8 @@ accepts a log only if
 - it ran at least `min_epochs` epochs and every (task, epoch) sample is in the file;
 - nothing overrode a timeout or resource: no `time_limit`/`working_limit`, no `--sandbox`
   override, and each sample's agent/verifier timeout, cpus and memory equal the task's; the
-  agent is not one that runs the hidden tests during the attempt (rsr/rsrt);
+  agent is not one that runs the hidden tests during the attempt (rsr/rsrt) nor, unless the
+  board is a test board (`reference_agents`), the reference solution (rsr/oracle);
 - every score is consistent with the evidence the verifier left: each sample's value is
   re-derived from the reward metrics in the score's metadata, those metrics must be what the
   transcript shows the verifier reading from the reward file in the sandbox, the value must
@@ -97,6 +98,9 @@ class BoardConfig(BaseModel):
 
     title: str = "rsr leaderboard"
     k: int = Field(default=3, ge=1, description="k of the pass@k column")
+    reference_agents: bool = Field(
+        default=False, description="accept runs of rsr/oracle (it types in the reference "
+        "solution): only for boards that test the pipeline itself")
     suites: dict[str, SuitePin]
 
     def min_epochs(self, benchmark: str) -> int:
@@ -400,6 +404,9 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
     if solver_overrides:
         problems.append(f"agent arguments {solver_overrides} override the tasks' timeouts or "
                         "resources")
+    if (spec.solver or "").rsplit("/", 1)[-1] == "oracle" and not board.config.reference_agents:
+        problems.append(f"agent {spec.solver!r} runs the reference solution; only a board with "
+                        "`reference_agents: true` (a test board) accepts it")
     if (spec.solver or "").rsplit("/", 1)[-1] in FEEDBACK_HARNESSES:
         problems.append(f"agent {spec.solver!r} runs the hidden tests during the attempt and "
                         "replaces the tasks' agent timeouts with its budget; not a board run")

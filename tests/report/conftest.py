@@ -137,6 +137,7 @@ def board(tmp_path: Path) -> Path:
     d.mkdir()
     (d / "board.yaml").write_text(
         "title: test board\n"
+        "reference_agents: true\n"  # the session's oracle runs are valid test entries
         "suites:\n"
         f"  core:\n    path: {REPO / 'tasks' / 'core'}\n"
         "    tasks: [hello-world, semver-sort]\n"

@@ -253,8 +253,8 @@ def test_leaderboard_entry_does_carry_process_reward_of_a_long_horizon_suite(
 
     board = tmp_path / "b"
     board.mkdir()
-    (board / "board.yaml").write_text(yaml.safe_dump({"suites": {"lhtb": {
-        "path": str(lhtb_run["suite"])}}}))
+    (board / "board.yaml").write_text(yaml.safe_dump({"reference_agents": True, "suites": {
+        "lhtb": {"path": str(lhtb_run["suite"])}}}))
     (log,) = lhtb_run["logs"].glob("*.eval")
     entry = build_entry([validate_log(log, load_board(board))], model_name="m", harness="h")
     m = entry.suites["lhtb"].metrics
@@ -279,8 +279,8 @@ def test_leaderboard_page_and_readme_do_show_process_reward_of_a_long_horizon_su
         lhtb_run, tmp_path: Path) -> None:
     board = tmp_path / "b"
     board.mkdir()
-    (board / "board.yaml").write_text(yaml.safe_dump({"suites": {"lhtb": {
-        "path": str(lhtb_run["suite"])}}}))
+    (board / "board.yaml").write_text(yaml.safe_dump({"reference_agents": True, "suites": {
+        "lhtb": {"path": str(lhtb_run["suite"])}}}))
     assert main(["leaderboard", "add", str(lhtb_run["logs"]), "--model-name", "m",
                  "--harness", "h", "--board", str(board)]) == 0
     site = tmp_path / "site"
@@ -301,3 +301,14 @@ def test_validate_log_rejects_a_run_of_the_rsrt_feedback_harness(
     bad = _tampered(log_of("scripted"), tmp_path / "x.eval", as_rsrt)
     with pytest.raises(LogValidationError, match=r"agent 'rsr/rsrt' runs the hidden tests"):
         validate_log(bad, load_board(board))
+
+
+def test_validate_log_rejects_an_oracle_run_unless_the_board_is_a_test_board(
+        log_of, board: Path, tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "board.yaml").write_text((board / "board.yaml").read_text().replace(
+        "reference_agents: true\n", ""))
+    with pytest.raises(LogValidationError, match=r"agent 'rsr/oracle' runs the reference"):
+        validate_log(log_of("oracle"), load_board(real))
+    assert validate_log(log_of("oracle"), load_board(board)).run.solver == "rsr/oracle"
