@@ -100,7 +100,7 @@ class BoardConfig(BaseModel):
     k: int = Field(default=3, ge=1, description="k of the pass@k column")
     reference_agents: bool = Field(
         default=False, description="accept runs of rsr/oracle (it types in the reference "
-        "solution): only for boards that test the pipeline itself")
+        "solution) and of scripted mockllm/ models: only for boards that test the pipeline")
     suites: dict[str, SuitePin]
 
     def min_epochs(self, benchmark: str) -> int:
@@ -406,6 +406,9 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
                         "resources")
     if (spec.solver or "").rsplit("/", 1)[-1] == "oracle" and not board.config.reference_agents:
         problems.append(f"agent {spec.solver!r} runs the reference solution; only a board with "
+                        "`reference_agents: true` (a test board) accepts it")
+    if spec.model.startswith("mockllm/") and not board.config.reference_agents:
+        problems.append(f"model {spec.model!r} replays scripted outputs; only a board with "
                         "`reference_agents: true` (a test board) accepts it")
     if (spec.solver or "").rsplit("/", 1)[-1] in FEEDBACK_HARNESSES:
         problems.append(f"agent {spec.solver!r} runs the hidden tests during the attempt and "

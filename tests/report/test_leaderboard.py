@@ -303,7 +303,7 @@ def test_validate_log_rejects_a_run_of_the_rsrt_feedback_harness(
         validate_log(bad, load_board(board))
 
 
-def test_validate_log_rejects_an_oracle_run_unless_the_board_is_a_test_board(
+def test_validate_log_rejects_oracle_and_scripted_runs_unless_on_a_test_board(
         log_of, board: Path, tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir()
@@ -311,4 +311,6 @@ def test_validate_log_rejects_an_oracle_run_unless_the_board_is_a_test_board(
         "reference_agents: true\n", ""))
     with pytest.raises(LogValidationError, match=r"agent 'rsr/oracle' runs the reference"):
         validate_log(log_of("oracle"), load_board(real))
+    with pytest.raises(LogValidationError, match=r"model 'mockllm/model' replays scripted"):
+        validate_log(log_of("scripted"), load_board(real))
     assert validate_log(log_of("oracle"), load_board(board)).run.solver == "rsr/oracle"
