@@ -65,8 +65,24 @@ class PaperTable(BaseModel):
     def value(self, benchmark: str, metric: str, column: str) -> float | None:
         for row in self.rows:
             if row.benchmark == benchmark and row.metric == metric:
-                return row.values.get(column)
+                key = self.column_for(column)
+                return row.values.get(key) if key else None
         return None
+
+    def column_for(self, label: str) -> str | None:
+        """The paper column a run label refers to. Labels default to folder names, so match
+        loosely: `rsr` -> RSR, `direct` or `direct-sft` -> Direct SFT, `base` -> Base."""
+        def norm(text: str) -> str:
+            return "".join(ch for ch in text.lower() if ch.isalnum())
+
+        wanted = norm(label)
+        if not wanted:
+            return None
+        exact = [c for c in self.columns if norm(c) == wanted]
+        if exact:
+            return exact[0]
+        prefixed = [c for c in self.columns if norm(c).startswith(wanted)]
+        return prefixed[0] if len(prefixed) == 1 else None
 
 
 def load_paper_table(path: Path | None = None) -> PaperTable:

@@ -108,3 +108,13 @@ def test_build_table5_rejects_unreadable_log_naming_the_file(tmp_path: Path) -> 
     (run / "tb2.eval").write_bytes(b"not a zip")
     with pytest.raises(RsrError, match=r"tb2.eval: not a readable Inspect log"):
         build_table5([run])
+
+
+def test_paper_columns_match_folder_style_labels() -> None:
+    from rsr.report.table5 import load_paper_table
+
+    paper = load_paper_table()
+    assert paper.column_for("rsr") == "RSR" and paper.column_for("RSR") == "RSR"
+    assert paper.column_for("direct") == "Direct SFT" == paper.column_for("direct-sft")
+    assert paper.column_for("base") == "Base" and paper.column_for("mine") is None
+    assert paper.value("tb2", "pass_at_3", "rsr") == pytest.approx(0.742)
