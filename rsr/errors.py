@@ -18,8 +18,8 @@ class RsrError(PrerequisiteError):
         return str(self.args[0]) if self.args else ""
 
 
-class TaskFormatError(RsrError):
-    """A task file is malformed; names the file and the offending field."""
+class FileFormatError(RsrError):
+    """A file (task, recipe, config, spec) is malformed; names the file and the offending field."""
 
     def __init__(self, path: str | Path, field: str | None, message: str) -> None:
         where = f"{path}: {field}" if field else str(path)
@@ -30,6 +30,10 @@ class TaskFormatError(RsrError):
 
     def to_dict(self) -> dict[str, str | None]:
         return {"file": self.path, "field": self.field, "message": self.reason}
+
+
+class TaskFormatError(FileFormatError):
+    """A task file is malformed."""
 
 
 class DatasetLoadError(RsrError):

@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rsr.errors import RsrError
+from rsr.yaml_model import read_yaml_mapping
 
 HarnessName = Literal["terminus2", "statem", "rsrt"]
 Role = Literal["planner", "critic", "executor", "auditor"]
@@ -161,14 +161,7 @@ def _resolve(base: Path, value: Path) -> Path:
 def load_config(path: str | Path, output_dir: str | Path | None = None) -> FactoryConfig:
     """Read and validate a factory config; errors name the file and the field."""
     path = Path(path)
-    if not path.is_file():
-        raise RsrError(f"{path}: factory config not found")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise RsrError(f"{path}: not valid YAML: {e}") from e
-    if not isinstance(raw, dict):
-        raise RsrError(f"{path}: expected a mapping at the top level")
+    raw = read_yaml_mapping(path, "factory config")
     if output_dir is not None:
         raw["output_dir"] = str(output_dir)
     try:

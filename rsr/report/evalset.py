@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rsr.errors import RsrError, TaskFormatError
+from rsr.yaml_model import load_yaml_model
 
 __all__ = ["EvalLimits", "EvalSetConfig", "SuiteRun", "find_spec", "load_eval_set", "run_eval_set"]
 
@@ -107,22 +107,7 @@ class EvalSetConfig(BaseModel):
 
 def load_eval_set(path: str | Path) -> EvalSetConfig:
     """Read and validate an eval-set spec; errors name the file and the field."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError as e:
-        raise TaskFormatError(path, None, "eval-set spec not found") from e
-    except yaml.YAMLError as e:
-        raise TaskFormatError(path, None, f"not valid YAML: {e}") from e
-    if not isinstance(data, dict):
-        raise TaskFormatError(path, None, "expected a mapping at the top level")
-    try:
-        return EvalSetConfig.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
-        raise TaskFormatError(path, field, first["msg"] + more) from e
+    return load_yaml_model(path, EvalSetConfig, what="eval-set spec", error=TaskFormatError)
 
 
 def find_spec(name_or_path: str) -> Path:

@@ -10,21 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rsr.errors import RsrError
+from rsr.errors import FileFormatError
 from rsr.training.render import DEFAULT_CHAT_TEMPLATE, END_OF_TURN
+from rsr.yaml_model import load_yaml_model
 
 
-class RecipeError(RsrError):
+class RecipeError(FileFormatError):
     """A recipe file is malformed; names the file and the offending field."""
-
-    def __init__(self, path: str | Path, field: str | None, message: str) -> None:
-        self.path, self.field = str(path), field
-        text = f"{path}: {field}: {message}" if field else f"{path}: {message}"
-        super().__init__(text)
-        self.args = (text,)  # str(e) is the message, not the constructor arguments
 
 
 class _Strict(BaseModel):
@@ -147,18 +141,4 @@ class TrainRecipe(_Strict):
 def load_recipe(path: str | Path) -> TrainRecipe:
     """Read and validate a recipe; errors name the file and the offending field."""
     path = Path(path)
-    if not path.is_file():
-        raise RecipeError(path, None, "recipe file not found")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise RecipeError(path, None, f"not valid YAML: {e}") from e
-    if not isinstance(raw, dict):
-        raise RecipeError(path, None, "a recipe is a YAML mapping")
-    try:
-        return TrainRecipe.model_validate(raw)
-    except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or None
-        more = f" (and {len(e.errors()) - 1} more problem(s))" if len(e.errors()) > 1 else ""
-        raise RecipeError(path, field, f"{err['msg']}{more}") from e
+    return load_yaml_model(path, TrainRecipe, what="recipe file", error=RecipeError)

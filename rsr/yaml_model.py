@@ -1,0 +1,48 @@
+"""Read a YAML file into a pydantic model, with errors that name the file and the field.
+
+One loader for every YAML format of ours (recipes, eval-set specs, factory configs), so they all
+report a bad file the same way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from rsr.errors import FileFormatError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_yaml_mapping(path: str | Path, what: str = "file",
+                      error: type[FileFormatError] = FileFormatError) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise error(path, None, f"{what} not found")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise error(path, None, f"not valid YAML: {e}") from e
+    if not isinstance(data, dict):
+        raise error(path, None, f"a {what} is a YAML mapping")
+    return data
+
+
+def validate_model(path: str | Path, model: type[M], data: dict[str, Any],
+                   error: type[FileFormatError] = FileFormatError) -> M:
+    """Validate; the error names the first bad field and counts the others."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or None
+        more = f" (and {e.error_count() - 1} more problem(s))" if e.error_count() > 1 else ""
+        raise error(path, field, f"{first['msg']}{more}") from e
+
+
+def load_yaml_model(path: str | Path, model: type[M], what: str = "file",
+                    error: type[FileFormatError] = FileFormatError) -> M:
+    return validate_model(path, model, read_yaml_mapping(path, what, error), error)
