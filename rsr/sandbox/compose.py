@@ -22,7 +22,11 @@ from rsr.tasks.models import expand_env
 
 MAIN_SERVICE = "default"
 IMAGE_PREFIX = "rsr-task"
-KEEPALIVE = ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]
+# PID 1 installs no signal handlers, so the kernel drops every signal sent to it from inside the
+# container: a `kill 1` by the agent or a task's tests cannot take the sandbox down. It dies only
+# from outside, where `stop_signal: SIGKILL` makes `docker stop` immediate.
+KEEPALIVE = ["sleep", "infinity"]
+STOP = {"stop_signal": "SIGKILL", "stop_grace_period": "1s"}
 
 
 def compose_cache_dir() -> Path:
@@ -59,6 +63,7 @@ def compose_spec(task: LoadedTask) -> dict[str, Any]:
 
     service: dict[str, Any] = {
         "command": KEEPALIVE,
+        **STOP,
         "x-default": True,
         **_resources(task),
     }
@@ -140,6 +145,8 @@ def _from_user_compose(task: LoadedTask) -> dict[str, Any]:
             svc["x-local"] = True
         if new_name == MAIN_SERVICE:
             svc.setdefault("command", KEEPALIVE)
+            if svc["command"] == KEEPALIVE:
+                svc.update(STOP)
             svc["x-default"] = True
             for key, value in _resources(task).items():
                 svc.setdefault(key, value)

@@ -142,14 +142,27 @@ def parse_reward(
 
 
 async def verify(task: LoadedTask, sbx: SandboxLike | None = None) -> VerifierResult:
-    """Copy tests/ to /tests, run the verifier with its timeout and env, read the reward."""
+    """Copy tests/ to /tests, run the verifier with its timeout and env, read the reward.
+
+    A sandbox that fails underneath the tests (its container killed, an exec refused) is a
+    failed result with the reason, never an exception that would stop the whole eval.
+    """
+    started = time.monotonic()
+    try:
+        return await _verify(task, sbx, started)
+    except Exception as e:  # noqa: BLE001 - cancellation is a BaseException and still propagates
+        return VerifierResult(passed=False, reward=0.0, process=0.0, error="sandbox_error",
+                              explanation=f"the sandbox failed during verification: {type(e).__name__}: {e}",
+                              duration_sec=time.monotonic() - started)
+
+
+async def _verify(task: LoadedTask, sbx: SandboxLike | None, started: float) -> VerifierResult:
     if sbx is None:
         from inspect_ai.util import sandbox as current_sandbox
 
         sbx = current_sandbox()
 
     cfg = task.config.verifier
-    started = time.monotonic()
     # One archive and one exec instead of a copy per file: sandbox calls dominate verifier time.
     await sbx.write_file(TESTS_ARCHIVE, tests_archive(task))
     setup = (f"rm -rf {TESTS_MOUNT} {VERIFIER_LOG_DIR} && mkdir -p {TESTS_MOUNT} {VERIFIER_LOG_DIR} && "

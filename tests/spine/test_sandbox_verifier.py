@@ -204,3 +204,23 @@ def test_multi_container_task_services_reach_each_other_on_loopback(tmp_path: Pa
           inner: {}
         """)
     assert value(run(tmp_path, oracle())["multi"])["passed"] == 1
+
+
+def test_tests_that_signal_pid_1_cannot_take_the_sandbox_down(tmp_path: Path) -> None:
+    harbor_task(tmp_path, "kills-init", test_sh="kill 1; kill -9 1; sleep 1\necho 1 > /logs/verifier/reward.txt\n")
+    s = run(tmp_path, null())["kills-init"]
+    assert s.error is None and value(s)["passed"] == 1
+
+
+async def test_verifier_turns_a_vanished_container_into_a_failed_result(tmp_path: Path) -> None:
+    from rsr.harness.container import DockerContainerSandbox
+    from rsr.tasks.load import load_task
+    from rsr.verify.verifier import verify
+
+    task = load_task(harbor_task(tmp_path, "vanishes"))
+    cid = subprocess.run(["docker", "run", "-d", "--network", "none", "debian:bookworm-slim", "sleep", "infinity"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run(["docker", "rm", "-f", cid], capture_output=True, check=True)
+    result = await verify(task, DockerContainerSandbox(cid))
+    assert not result.passed and result.error in ("sandbox_error", "setup_failed")
+    assert result.explanation
