@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from rsr.errors import TaskFormatError
-from rsr.tasks.load import LoadedTask, directory_digest, read_yaml
+from rsr.tasks.load import LoadedTask, directory_digest
 from rsr.tasks.models import expand_env
 
 MAIN_SERVICE = "default"
@@ -188,8 +188,3 @@ def write_compose_file(task: LoadedTask) -> str:
         tmp.replace(path)
     return str(path)
 
-
-def describe_user_compose(path: Path) -> list[str]:
-    """Service names of a compose file (for lint output)."""
-    doc = read_yaml(path)
-    return list((doc or {}).get("services", {}) or {})

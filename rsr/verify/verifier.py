@@ -55,13 +55,6 @@ class VerifierResult(BaseModel):
         return {"passed": 1.0 if self.passed else 0.0, "reward": self.reward, "process": self.process}
 
 
-class ExecResultLike(Protocol):
-    success: bool
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 class SandboxLike(Protocol):
     """The slice of Inspect's SandboxEnvironment the verifier uses (so a cloned container
     can be verified through a small adapter)."""
