@@ -30,9 +30,9 @@ from inspect_ai.agent import as_solver
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from rsr.harness.terminus2 import STORE_RESULT, terminus2
-from rsr.tasks.inspect_tasks import suite_task
+from rsr.suites.inspect_tasks import suite_task
+from rsr.suites.registry import resolve_suite_path
 from rsr.tasks.load import load_dataset
-from rsr.tasks.suites import resolve_suite_path
 
 DEFAULT_TASKS = "hello-world,csv-region-summary,semver-sort,git-recover-lost-work"
 SOLVE_DURATION = 10.0   # what a model typically asks for a "run the script" step

@@ -19,7 +19,7 @@ from inspect_ai import eval as inspect_eval
 
 from rsr.harness.null import null
 from rsr.harness.oracle import oracle
-from rsr.tasks.inspect_tasks import suite_task
+from rsr.suites.inspect_tasks import suite_task
 
 
 def _null_run(epochs: int, log_dir: str) -> tuple[float, list]:

@@ -78,7 +78,7 @@ def check(
 ) -> None:
     """Quality gate in real Docker sandboxes: oracle passes every run, null and a partial oracle
     fail, tests and solution stay hidden, network off unless allowed. Exit 1 on any finding."""
-    from rsr.tasks.check import CHECKS, check_tasks
+    from rsr.suites.check import CHECKS, check_tasks
 
     # Logs and CI have no terminal width; keep the table readable there.
     console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)

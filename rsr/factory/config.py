@@ -30,7 +30,7 @@ class _Strict(BaseModel):
 
 
 class PoolConfig(_Strict):
-    suites: list[str] = Field(default_factory=list, description="Suite names (rsr.tasks.suites).")
+    suites: list[str] = Field(default_factory=list, description="Suite names (rsr.suites.registry).")
     paths: list[Path] = Field(default_factory=list, description="Task or dataset directories.")
     tasks: list[str] = Field(default_factory=list, description="Glob patterns to include.")
     exclude: list[str] = Field(default_factory=list, description="Glob patterns to exclude.")

@@ -32,9 +32,9 @@ from rsr.factory.ledger import (
 )
 from rsr.factory.records import Rollout, write_rows
 from rsr.harness.terminus2 import STORE_RESULT
-from rsr.tasks.inspect_tasks import task_sample
+from rsr.suites.inspect_tasks import task_sample
+from rsr.suites.registry import resolve_suite_path
 from rsr.tasks.load import LoadedTask, load_dataset
-from rsr.tasks.suites import resolve_suite_path
 from rsr.verify.scorer import verifier
 
 STORE_PRODUCED = "rsr_factory_produced"

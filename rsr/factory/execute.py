@@ -33,7 +33,7 @@ from rsr.factory.ledger import (
 )
 from rsr.factory.records import Execution, Runbook, Source, read_rows, write_rows
 from rsr.harness.terminus2 import STORE_RESULT, TerminalHarness, Terminus2Config
-from rsr.tasks.inspect_tasks import task_sample
+from rsr.suites.inspect_tasks import task_sample
 from rsr.tasks.load import load_task
 from rsr.trajectories.messages import public_messages
 from rsr.verify.scorer import verifier

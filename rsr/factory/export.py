@@ -25,8 +25,8 @@ from rsr.factory.config import FactoryConfig
 from rsr.factory.critique import shingles
 from rsr.factory.ledger import FactoryPaths
 from rsr.factory.records import Decision, Execution, Runbook, Source, content_hash, read_rows
+from rsr.suites.registry import resolve_suite_path
 from rsr.tasks.load import LoadedTask, iter_files, load_dataset, load_task
-from rsr.tasks.suites import resolve_suite_path
 from rsr.trajectories.redact import environment_secrets, redact
 
 MIN_FILE_BYTES = 64

@@ -126,8 +126,8 @@ class LoadedBoard(BaseModel):
 
     def suite_tasks(self, benchmark: str) -> dict[str, Any]:
         """name -> LoadedTask of the pinned suite, loaded from disk."""
+        from rsr.suites.registry import resolve_suite_path
         from rsr.tasks.load import load_tasks_strict
-        from rsr.tasks.suites import resolve_suite_path
 
         pin = self.config.suites[benchmark]
         if pin.path is not None:

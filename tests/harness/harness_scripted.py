@@ -14,7 +14,7 @@ from inspect_ai.agent import Agent, as_solver
 from inspect_ai.log import EvalSample
 from inspect_ai.model import ChatMessage, ModelOutput, ModelUsage, get_model
 
-from rsr.tasks.inspect_tasks import tasks_task
+from rsr.suites.inspect_tasks import tasks_task
 
 CORE = Path(__file__).resolve().parents[2] / "tasks" / "core"
 

@@ -49,7 +49,7 @@ def core_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Pa
     from rsr.cli.main import main
     from rsr.harness.null import null
     from rsr.harness.terminus2 import terminus2
-    from rsr.tasks.inspect_tasks import core
+    from rsr.suites.inspect_tasks import core
 
     root = tmp_path_factory.mktemp("runs")
     old = os.environ.get("INSPECT_DISPLAY")
@@ -110,7 +110,7 @@ def lhtb_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from inspect_ai import eval as inspect_eval
 
     from rsr.harness.oracle import oracle
-    from rsr.tasks.inspect_tasks import lhtb
+    from rsr.suites.inspect_tasks import lhtb
 
     root = tmp_path_factory.mktemp("lhtb")
     suite = milestone_suite(root / "suite")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rsr.tasks.check import check_tasks
+from rsr.suites.check import check_tasks
+from rsr.suites.registry import REPO_ROOT
 from rsr.tasks.load import load_dataset
-from rsr.tasks.suites import REPO_ROOT
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

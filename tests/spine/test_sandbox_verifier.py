@@ -15,7 +15,7 @@ from taskfactory import harbor_task, write
 
 from rsr.harness.null import null
 from rsr.harness.oracle import oracle
-from rsr.tasks.inspect_tasks import tasks_task
+from rsr.suites.inspect_tasks import tasks_task
 
 pytestmark = pytest.mark.docker
 

@@ -8,8 +8,8 @@ import pytest
 from taskfactory import harbor_task
 
 from rsr.errors import RsrError
-from rsr.tasks.inspect_tasks import tb2, tbh
-from rsr.tasks.suites import SUITES, resolve_suite_path
+from rsr.suites.inspect_tasks import tb2, tbh
+from rsr.suites.registry import SUITES, resolve_suite_path
 
 EXTERNAL = ["tb2", "tb2_1", "tb3", "tb4", "tbh", "swr100", "lhtb"]
 

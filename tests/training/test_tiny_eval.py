@@ -22,7 +22,7 @@ def test_tiny_checkpoint_runs_terminus2_on_hello_world_and_fails(
     from inspect_ai.model import GenerateConfig, get_model
 
     from rsr.harness.terminus2 import STORE_RESULT, terminus2
-    from rsr.tasks.inspect_tasks import tasks_task
+    from rsr.suites.inspect_tasks import tasks_task
 
     final = full_run[0] / "final"
     model = get_model(f"hf/{final}", config=GenerateConfig(max_tokens=48))

@@ -11,8 +11,8 @@ from inspect_ai.util import SandboxEnvironmentSpec
 
 from rsr.errors import DatasetLoadError, TaskFormatError
 from rsr.sandbox.compose import write_compose_file
+from rsr.suites.registry import resolve_suite_path
 from rsr.tasks.load import LoadedTask, load_dataset
-from rsr.tasks.suites import resolve_suite_path
 from rsr.verify.scorer import verifier
 
 

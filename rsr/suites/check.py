@@ -27,9 +27,9 @@ from inspect_ai.util import sandbox
 
 from rsr.harness.null import null
 from rsr.harness.oracle import oracle
-from rsr.tasks.inspect_tasks import tasks_task
+from rsr.suites.inspect_tasks import tasks_task
+from rsr.suites.registry import SUITES, resolve_suite_path
 from rsr.tasks.load import LoadedTask, iter_files, load_dataset, task_from_metadata
-from rsr.tasks.suites import SUITES, resolve_suite_path
 
 CHECKS = ("build", "oracle", "null", "partial", "isolation")
 # Names too generic to identify a leaked test file by name alone.
