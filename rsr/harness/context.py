@@ -1,9 +1,14 @@
-"""Context pressure: summarise and hand off, degrading step by step instead of failing.
+"""Context pressure: the reference's summarise-and-hand-off, in three model calls.
 
-The ladder (level 0 first; a context-length error during a step moves to the next level):
-0. summarise from the whole conversation, then a fresh-context questions pass and an answers pass;
-1. drop old turns: summarise from the first prompt plus the last few messages only;
-2. no model summary at all: hand off with the instruction and the terminal state.
+1. summary: the conversation so far plus the summary request;
+2. questions: a fresh context holding only the questions prompt (instruction, summary and the
+   current screen), as the successor would see it;
+3. answers: the conversation, the summary request and the summary, then the questions.
+
+The conversation then becomes [first prompt, questions prompt, questions] and the next prompt
+is the hand-off carrying the answers (separate messages, as in the reference). Any error is
+the caller's to catch: the loop falls back to a short summary, then to the bare instruction
+and screen (`TerminalHarness._recover_overflow`).
 """
 
 from __future__ import annotations
@@ -11,17 +16,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from inspect_ai.model import ChatMessage, ModelOutput
+from inspect_ai.model import ChatMessage, ChatMessageAssistant, ModelOutput
 
-from rsr.harness import prompts
 from rsr.harness.control import assistant_message, user_message
-
-# Messages kept (besides the first prompt) when old turns are dropped.
-RECENT_MESSAGES = 6
-LAST_LEVEL = 2
-
-NO_SUMMARY = ("(No summary is available: the conversation no longer fit in the model's context. "
-              "Inspect the terminal and the files to recover the state of the work.)")
+from rsr.harness.prompts.pack import PromptPack
 
 _OVERFLOW_MARKERS = ("context length", "context_length", "maximum context", "context window",
                      "too many tokens", "prompt is too long", "input is too long")
@@ -37,84 +35,52 @@ def is_overflow_error(error: BaseException) -> bool:
 
 
 def estimate_tokens(messages: list[ChatMessage]) -> int:
-    """Rough count (4 characters a token) for when the provider reports no usage."""
+    """Rough count (4 characters a token), the loop's measure of context use."""
     return sum(len(m.text) // 4 + 4 for m in messages)
 
 
-def free_tokens(context_window: int | None, used: int) -> int | None:
-    return None if context_window is None else context_window - used
-
-
 Generate = Callable[[list[ChatMessage]], Awaitable[ModelOutput]]
-"""Calls the model; raises ContextOverflowError on a context-length error."""
 
 
 @dataclass
-class Handoff:
-    text: str
-    level: int
+class Summarised:
+    prompt: str
+    """The hand-off prompt (with the answers): the next message the model is sent."""
+    context: list[ChatMessage]
+    """The conversation after the hand-off: first prompt, questions prompt, questions."""
     log: list[ChatMessage] = field(default_factory=list)
-    """The control messages of the summarisation passes, for the sample's message log."""
+    """The summarisation calls' messages, for the sample's message log (all control)."""
 
 
-async def hand_off(generate: Generate, context: list[ChatMessage], *, level: int,
-                   instruction: str, terminal_state: str, reply_format: str,
-                   harness: str, turn: int, now: Callable[[], str]) -> Handoff:
-    """Condense `context` into a hand-off message, degrading from `level` as needed."""
+async def summarise(generate: Generate, context: list[ChatMessage], *, words: PromptPack,
+                    instruction: str, screen: str, harness: str, turn: int,
+                    now: Callable[[], str]) -> Summarised:
+    if not context:
+        return Summarised(prompt=instruction, context=[])
     log: list[ChatMessage] = []
-    summary = ""
-    qa = "(none)"
-    while level < LAST_LEVEL and not summary:
-        base = context if level == 0 else context[:1] + context[1:][-RECENT_MESSAGES:]
-        request = user_message(prompts.render(prompts.SUMMARY), "summary_request", harness,
-                               turn=turn)
-        try:
-            started = now()
-            output = await generate([*base, request])
-        except ContextOverflowError:
-            level += 1
-            continue
-        summary = output.completion.strip()
-        log += [request, assistant_message(output, "summary", harness, turn=turn, timing={},
-                                           started_at=started)]
-        if not summary:
-            level += 1
-            continue
-        qa = await _questions_and_answers(generate, [*base, request, log[-1]], instruction,
-                                          summary, terminal_state, harness, turn, now, log)
-    if not summary:
-        level = LAST_LEVEL
-        summary = NO_SUMMARY
-    text = prompts.render(prompts.HANDOFF, instruction=instruction, summary=summary, qa=qa,
-                          terminal_state=terminal_state, reply_format=reply_format)
-    return Handoff(text=text, level=level, log=log)
+
+    async def call(messages: list[ChatMessage], kind: str) -> str:
+        started = now()
+        output = await generate(messages)
+        log.append(messages[-1])
+        log.append(assistant_message(output, kind, harness, turn=turn,  # type: ignore[arg-type]
+                                     timing={}, started_at=started))
+        return output.completion
+
+    summary_request = user_message(words.render("summary", instruction=instruction),
+                                   "summary_request", harness, turn=turn)
+    summary = await call([*context, summary_request], "summary")
+    questions_request = user_message(
+        words.render("questions", instruction=instruction, summary=summary, screen=screen),
+        "questions_request", harness, turn=turn)
+    questions = await call([questions_request], "questions")
+    answers_request = user_message(words.render("answers", questions=questions),
+                                   "answers_request", harness, turn=turn)
+    answers = await call([*context, summary_request, _assistant(summary), answers_request],
+                         "answers")
+    return Summarised(prompt=words.render("handoff", answers=answers),
+                      context=[context[0], questions_request, _assistant(questions)], log=log)
 
 
-async def _questions_and_answers(generate: Generate, summarised: list[ChatMessage],
-                                 instruction: str, summary: str, terminal_state: str,
-                                 harness: str, turn: int, now: Callable[[], str],
-                                 log: list[ChatMessage]) -> str:
-    # The questions come from a fresh context that sees only the summary, as the successor would.
-    ask = user_message(prompts.render(prompts.QUESTIONS, instruction=instruction,
-                                      summary=summary, terminal_state=terminal_state),
-                       "questions_request", harness, turn=turn)
-    try:
-        started = now()
-        questions_out = await generate([ask])
-    except ContextOverflowError:
-        return "(none)"
-    questions = questions_out.completion.strip()
-    log += [ask, assistant_message(questions_out, "questions", harness, turn=turn, timing={},
-                                   started_at=started)]
-    if not questions:
-        return "(none)"
-    request = user_message(prompts.render(prompts.ANSWERS, questions=questions),
-                           "answers_request", harness, turn=turn)
-    try:
-        started = now()
-        answers_out = await generate([*summarised, request])
-    except ContextOverflowError:
-        return f"Questions:\n{questions}\n\nAnswers: (unavailable)"
-    log += [request, assistant_message(answers_out, "answers", harness, turn=turn, timing={},
-                                       started_at=started)]
-    return f"Questions:\n{questions}\n\nAnswers:\n{answers_out.completion.strip()}"
+def _assistant(text: str) -> ChatMessageAssistant:
+    return ChatMessageAssistant(content=text, source="generate")

@@ -10,14 +10,18 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+if TYPE_CHECKING:
+    from rsr.harness.prompts.pack import PromptPack
 
 MAX_DURATION = 60.0
 DEFAULT_DURATION = 1.0
 
 ReplyFormat = Literal["json", "xml"]
+REQUIRED = ("analysis", "plan", "commands")
 
 
 class Command(BaseModel):
@@ -54,6 +58,13 @@ class ParseOutcome:
     warnings: list[str] = field(default_factory=list)
 
 
+def parse_reply_result(text: str, reply_format: ReplyFormat, words: PromptPack) -> ParseResult:
+    """The loop's parser: the reference's rules, the pack's words."""
+    if reply_format == "xml":
+        return parse_xml(text, words)
+    return parse_json(text, words)
+
+
 def parse_reply(text: str, reply_format: ReplyFormat = "json",
                 model: type[Reply] = Reply) -> ParseOutcome:
     if reply_format == "xml":
@@ -64,105 +75,211 @@ def parse_reply(text: str, reply_format: ReplyFormat = "json",
 # ---------------------------------------------------------------- JSON
 
 
-def parse_json_reply(text: str, model: type[Reply] = Reply) -> ParseOutcome:
-    warnings: list[str] = []
-    start = text.find("{")
-    if start < 0:
-        return ParseOutcome(None, "No JSON object found: the reply must be one JSON object "
-                                  "with the fields analysis, plan, commands and optionally "
-                                  "task_complete.")
-    end = text.rfind("}")
-    strict = text[start : end + 1] if end > start else ""
-    tail = text[start:].rstrip()
-    data: Any = None
-    fixes: list[str] = []
-    error = ""
-    used = strict
-    # Strict first; then repairs of the whole tail (a reply cut before its last brace), then
-    # repairs of the strict span.
-    for candidate, repair in ((strict, False), (tail, True), (strict, True)):
-        if not candidate:
+@dataclass
+class ParseResult:
+    """A reply as the loop sees it (the shape of Harbor's parser result).
+
+    `error` non-empty: nothing runs and the model is told. `warning` is the bullet list
+    (`- a\n- b`) shown with the next observation. `data` is the parsed object, for harness
+    fields beyond the protocol (StateM's `next_state`).
+    """
+
+    commands: list[Command]
+    task_complete: bool
+    error: str = ""
+    warning: str = ""
+    analysis: Any = ""
+    plan: Any = ""
+    data: dict[str, Any] = field(default_factory=dict)
+    error_kind: str = ""
+
+
+def _bullets(warnings: list[str]) -> str:
+    return "- " + "\n- ".join(warnings) if warnings else ""
+
+
+def parse_json(text: str, words: PromptPack) -> ParseResult:
+    """Harbor's JSON rules: the first balanced object is the reply; repairs are limited to
+    appending closing braces or picking a flat object out of the text, so a reply cut off
+    inside its command list never parses (nothing of it runs)."""
+    result = _json_attempt(text, words)
+    if not result.error:
+        return result
+    for fix_key, fix in (("json_fix_brace", _fix_braces), ("json_fix_mixed", _fix_mixed)):
+        fixed = fix(text, result.error_kind)
+        if fixed is None:
             continue
-        data, fixes, problem = _loads(candidate, repair)
-        error = error or problem
-        if data is not None:
-            used = candidate
-            break
-    if data is None:
-        return ParseOutcome(None, f"The reply is not valid JSON: {error}. Send one JSON object "
-                                  "and nothing that breaks it.", warnings)
-    if text[:start].strip() or text[start + len(used) :].strip():
-        warnings.append("Extra text outside the JSON object was ignored.")
-    warnings += [f"Auto-corrected: {fix}." for fix in fixes]
-    return _validate(data, model, warnings)
+        repaired = _json_attempt(fixed, words)
+        if not repaired.error:
+            note = words.render("auto_corrected", fix=words.render(fix_key))
+            repaired.warning = f"- {note}\n{repaired.warning}" if repaired.warning \
+                else f"- {note}"
+            return repaired
+    return result
 
 
-def _loads(candidate: str, repair: bool) -> tuple[Any | None, list[str], str]:
-    try:
-        return json.loads(candidate), [], ""
-    except json.JSONDecodeError as e:
-        if not repair:
-            return None, [], f"{e.msg} at line {e.lineno} column {e.colno}"
-    fixes: list[str] = []
-    fixed = candidate
-    without_commas = re.sub(r",(\s*[}\]])", r"\1", fixed)
-    if without_commas != fixed:
-        fixes.append("removed trailing commas")
-        fixed = without_commas
-    closers = _missing_closers(fixed)
-    if closers:
-        fixes.append(f"appended missing {' '.join(closers)}")
-        fixed = fixed.rstrip().rstrip(",") + "".join(closers)
-    if fixes:
-        try:
-            return json.loads(fixed), fixes, ""
-        except json.JSONDecodeError as e:
-            return None, [], f"{e.msg} at line {e.lineno} column {e.colno}"
-    return None, [], "unparseable JSON"
-
-
-def _missing_closers(text: str) -> list[str]:
-    """Closing brackets needed to balance `text`, ignoring brackets inside strings."""
-    stack: list[str] = []
+def _first_object(text: str) -> tuple[int, int]:
+    """Span of the first balanced {...}, with string and backslash rules as Harbor counts them
+    (a backslash escapes the next character even outside strings)."""
+    start = -1
+    depth = 0
     in_string = escaped = False
-    for ch in text:
+    for i, ch in enumerate(text):
+        if escaped:
+            escaped = False
+            continue
+        if ch == "\\":
+            escaped = True
+            continue
+        if ch == '"':
+            in_string = not in_string
+            continue
         if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-        elif ch in "}]" and stack and stack[-1] == ch:
-            stack.pop()
-    return list(reversed(stack))
+            continue
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0 and start != -1:
+                return start, i + 1
+    return -1, -1
+
+
+def _json_attempt(text: str, words: PromptPack) -> ParseResult:
+    warnings: list[str] = []
+    start, end = _first_object(text)
+    if start == -1 or end == -1:
+        return ParseResult([], False, words.render("json_no_json"),
+                           _bullets([words.render("json_no_object")]), error_kind="no_json")
+    if text[:start].strip():
+        warnings.append(words.render("json_extra_before"))
+    if text[end:].strip():
+        warnings.append(words.render("json_extra_after"))
+    content = text[start:end]
+    try:
+        data = json.loads(content)
+    except json.JSONDecodeError as e:
+        error = words.render("json_invalid", error=str(e))
+        error += (words.render("json_content", content=repr(content)) if len(content) < 200
+                  else words.render("json_content_preview", preview=repr(content[:100])))
+        return ParseResult([], False, error, _bullets(warnings), error_kind="invalid_json")
+    problem = _json_structure(data, content, warnings, words)
+    if problem:
+        return ParseResult([], False, problem, _bullets(warnings), error_kind="structure")
+    complete = data.get("task_complete", False)
+    if isinstance(complete, str):
+        complete = complete.lower() in ("true", "1", "yes")
+    analysis, plan = data.get("analysis", ""), data.get("plan", "")
+    commands, problem = _json_commands(data.get("commands", []), warnings, words)
+    if problem:
+        if complete:  # a finished task does not need its commands: they become a warning
+            warnings.append(problem)
+            return ParseResult([], True, "", _bullets(warnings), analysis, plan, data)
+        return ParseResult([], False, problem, _bullets(warnings), analysis, plan, data,
+                           error_kind="commands")
+    return ParseResult(commands, bool(complete), "", _bullets(warnings), analysis, plan, data)
+
+
+def _json_structure(data: Any, content: str, warnings: list[str], words: PromptPack) -> str:
+    if not isinstance(data, dict):
+        return words.render("json_not_object")
+    missing = [name for name in REQUIRED if name not in data]
+    if missing:
+        return words.render("json_missing_fields", fields=", ".join(missing))
+    if not isinstance(data.get("analysis", ""), str):
+        warnings.append(words.render("json_analysis_type"))
+    if not isinstance(data.get("plan", ""), str):
+        warnings.append(words.render("json_plan_type"))
+    if not isinstance(data.get("commands", []), list):
+        return words.render("json_commands_type")
+    positions = {}
+    for name in REQUIRED:
+        match = re.search(f'"({name})"\\s*:', content)
+        if match:
+            positions[name] = match.start()
+    if len(positions) >= 2:
+        expected = [name for name in REQUIRED if name in positions]
+        found = sorted(expected, key=positions.__getitem__)
+        if found != expected:
+            warnings.append(words.render("json_field_order", found=" → ".join(found),
+                                         expected=" → ".join(expected)))
+    complete = data.get("task_complete")
+    if complete is not None and not isinstance(complete, bool | str):
+        warnings.append(words.render("json_task_complete_type"))
+    return ""
+
+
+def _json_commands(items: list[Any], warnings: list[str],
+                   words: PromptPack) -> tuple[list[Command], str]:
+    commands: list[Command] = []
+    for i, item in enumerate(items):
+        n = i + 1
+        if not isinstance(item, dict):
+            return [], words.render("json_command_not_object", n=n)
+        if "keystrokes" not in item:
+            return [], words.render("json_command_no_keystrokes", n=n)
+        keystrokes = item["keystrokes"]
+        if not isinstance(keystrokes, str):
+            return [], words.render("json_keystrokes_type", n=n)
+        if "duration" in item:
+            duration = item["duration"]
+            if not isinstance(duration, int | float):  # bools count as numbers, as in Harbor
+                warnings.append(words.render("json_bad_duration", n=n))
+                duration = DEFAULT_DURATION
+        else:
+            warnings.append(words.render("json_no_duration", n=n))
+            duration = DEFAULT_DURATION
+        unknown = set(item) - {"keystrokes", "duration"}
+        if unknown:
+            warnings.append(words.render("json_unknown_fields", n=n, fields=", ".join(unknown)))
+        if i < len(items) - 1 and keystrokes and not keystrokes.endswith("\n"):
+            warnings.append(words.render("json_missing_newline", n=n))
+        commands.append(Command(keystrokes=keystrokes, duration=float(duration)))
+    return commands, ""
+
+
+def _fix_braces(text: str, error_kind: str) -> str | None:
+    # Braces are counted naively (inside strings too), as the reference does.
+    if error_kind not in ("invalid_json", "no_json"):
+        return None
+    missing = text.count("{") - text.count("}")
+    return text + "}" * missing if missing > 0 else None
+
+
+_FLAT_OBJECT = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}", re.S)
+
+
+def _fix_mixed(text: str, error_kind: str) -> str | None:
+    for match in _FLAT_OBJECT.findall(text):
+        try:
+            json.loads(match)
+        except json.JSONDecodeError:
+            continue
+        return match
+    return None
+
+
+def parse_json_reply(text: str, model: type[Reply] = Reply) -> ParseOutcome:
+    """`parse_json` with rsr's wording, as a validated `Reply` (for the factory and exports)."""
+    from rsr.harness.prompts.pack import prompt_pack
+
+    result = parse_json(text, prompt_pack("rsr"))
+    warnings = [w.removeprefix("- ") for w in result.warning.split("\n") if w]
+    if result.error:
+        return ParseOutcome(None, result.error, warnings)
+    data = {**result.data, "analysis": str(result.analysis), "plan": str(result.plan),
+            "commands": result.commands, "task_complete": result.task_complete}
+    return _validate(data, model, warnings)
 
 
 def _validate(data: Any, model: type[Reply], warnings: list[str]) -> ParseOutcome:
     if not isinstance(data, dict):
-        return ParseOutcome(None, "The reply must be a JSON object, not "
-                                  f"{type(data).__name__}.", warnings)
-    known = set(model.model_fields)
-    missing = [name for name in ("analysis", "plan", "commands") if name not in data]
+        return ParseOutcome(None, "The reply must be an object.", warnings)
+    missing = [name for name in REQUIRED if name not in data]
     if missing:
         return ParseOutcome(None, f"Missing required field(s): {', '.join(missing)}.", warnings)
-    extra = sorted(set(data) - known)
-    if extra:
-        warnings.append(f"Unknown field(s) ignored: {', '.join(extra)}.")
-    commands = data.get("commands")
-    if isinstance(commands, list):
-        for i, command in enumerate(commands):
-            if isinstance(command, dict) and "keystrokes" in command:
-                if "duration" not in command:
-                    warnings.append(f"commands[{i}] has no duration; using "
-                                    f"{DEFAULT_DURATION} s.")
-                elif isinstance(command["duration"], int | float) and \
-                        command["duration"] > MAX_DURATION:
-                    warnings.append(f"commands[{i}].duration capped at {MAX_DURATION:.0f} s.")
     try:
         reply = model.model_validate(data)
     except ValidationError as e:
@@ -231,3 +348,13 @@ def parse_xml_reply(text: str, model: type[Reply] = Reply) -> ParseOutcome:
         if match:
             data[name] = match.group(1).strip()
     return _validate(data, model, warnings)
+
+
+def parse_xml(text: str, words: PromptPack) -> ParseResult:
+    outcome = parse_xml_reply(text)
+    warning = _bullets(outcome.warnings)
+    if outcome.reply is None:
+        return ParseResult([], False, outcome.error or "", warning, error_kind="xml")
+    reply = outcome.reply
+    return ParseResult(list(reply.commands), reply.task_complete, "", warning, reply.analysis,
+                       reply.plan, reply.model_dump())

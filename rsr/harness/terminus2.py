@@ -11,6 +11,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -18,6 +19,7 @@ from inspect_ai.agent import Agent, AgentState, agent
 from inspect_ai.log import transcript
 from inspect_ai.model import (
     ChatMessage,
+    ChatMessageAssistant,
     ChatMessageSystem,
     GenerateConfig,
     Model,
@@ -26,35 +28,60 @@ from inspect_ai.model import (
 )
 from inspect_ai.solver._task_state import sample_state
 from inspect_ai.util import SandboxEnvironment, sandbox, span, store
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rsr.errors import RsrError
 from rsr.harness import prompts
 from rsr.harness.context import (
-    LAST_LEVEL,
     ContextOverflowError,
     estimate_tokens,
-    hand_off,
     is_overflow_error,
+    summarise,
 )
 from rsr.harness.control import Kind, assistant_message, turn_meta, user_message
-from rsr.harness.protocol import Reply, ReplyFormat, parse_reply
-from rsr.harness.tmux import TmuxError, TmuxSession
+from rsr.harness.prompts.pack import PromptPack, prompt_pack
+from rsr.harness.protocol import (
+    MAX_DURATION,
+    ParseResult,
+    Reply,
+    ReplyFormat,
+    parse_reply_result,
+)
+from rsr.harness.tmux import TmuxSession
 from rsr.harness.tmux_install import ensure_tmux
 
 OBSERVATION_LIMIT = 10_000
-HARNESS_VERSION = "1.0"
+HARNESS_VERSION = "2.0"
 STORE_SETTINGS = "rsr_harness"
 STORE_RESULT = "rsr_harness_result"
+# The reference's turn limit: effectively none (the agent timeout ends a run).
+MAX_EPISODES = 1_000_000
+# Free tokens the reference unwinds the conversation to after a context-length error.
+UNWIND_FREE_TOKENS = 4_000
+# Characters of the screen the reference keeps in its short-summary fall-backs.
+FALLBACK_SCREEN_CHARS = 1_000
 
 WaitMode = Literal["fixed", "adaptive"]
 EndReason = Literal["completed", "max_episodes", "agent_timeout", "context_overflow",
-                    "verified", "reflection_limit", "budget"]
+                    "verified", "reflection_limit", "budget", "shell_exited"]
+Fix = Literal["history-limit", "new-output", "cap-once"]
+FIXES: dict[str, str] = {
+    "history-limit": "the pane keeps the configured history (the reference sets history-limit "
+                     "after its pane exists, which keeps tmux's default 2,000 lines)",
+    "new-output": "new output is found by position in the pane, not by searching the previous "
+                  "capture's text (which loses output once the history scrolls)",
+    "cap-once": "an observation is capped once with the true omitted count (the reference caps "
+                "output with warnings twice)",
+}
+
+_TEMPLATE_VERSION = prompts.PROMPT_VERSION
 
 
 class Terminus2Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_episodes: int = Field(200, ge=1, description="Model turns before the run stops.")
+    max_episodes: int = Field(MAX_EPISODES, ge=1, description="Model turns before the run "
+                              "stops (the reference's default: effectively unbounded).")
     temperature: float | None = Field(
         None, description="Sampling temperature; None leaves the provider default (recorded).")
     reply_format: ReplyFormat = Field("json", description="json or xml replies.")
@@ -62,17 +89,37 @@ class Terminus2Config(BaseModel):
         None, ge=1, description="Tokens; None = the model's known context length, if any.")
     summarise_free_tokens: int = Field(
         8_000, ge=0, description="Summarise when fewer free context tokens than this remain.")
+    output_limit: int | None = Field(
+        None, ge=1, description="The model's output token limit, named when a reply is cut "
+                                "off (None: the reply is said to exceed the maximum length).")
     wait_mode: WaitMode = Field(
         "fixed", description="fixed: wait each command's duration; adaptive: return early "
                              "when the shell is idle again.")
     observation_limit: int = Field(OBSERVATION_LIMIT, ge=200, description="Bytes kept.")
     agent_timeout_sec: float | None = Field(
         None, gt=0, description="Override of the task's agent timeout (not for leaderboards).")
-    prompt_version: str = Field(prompts.PROMPT_VERSION, description="Template version.")
+    prompts: str = Field("rsr", description="Prompt pack: rsr, harbor or a directory.")
+    fixes: list[Fix] = Field(default_factory=list, description="Reference quirks corrected.")
+    keep_reasoning: bool = Field(False, description="Send earlier turns' reasoning back.")
+    prompt_version: str = Field(_TEMPLATE_VERSION, description="StateM/RSRT templates.")
     private_guidance: str | None = Field(
         None, description="Text put before the conversation in every model call as a system "
                           "message and never recorded in the run's messages (RSR executor "
                           "runbooks). Logs record only its sha256.")
+
+
+def parse_fixes(value: str | list[str] | None) -> list[Fix]:
+    """`fixes="history-limit,new-output"`, a list, or `all`."""
+    if value is None or value == "":
+        return []
+    names = value.split(",") if isinstance(value, str) else list(value)
+    names = [n.strip() for n in names if n.strip()]
+    if names == ["all"]:
+        return list(FIXES)  # type: ignore[arg-type]
+    unknown = [n for n in names if n not in FIXES]
+    if unknown:
+        raise RsrError(f"fixes: unknown {', '.join(unknown)}; known: {', '.join(FIXES)}, all")
+    return names  # type: ignore[return-value]
 
 
 @dataclass
@@ -85,38 +132,53 @@ class Review:
     """Control text shown to the model with the next observation."""
 
 
-def cap_observation(text: str, limit: int = OBSERVATION_LIMIT) -> str:
-    """Keep the head and tail of `text` within `limit` UTF-8 bytes."""
-    data = text.encode("utf-8", errors="replace")
+def cap_observation(text: str, limit: int = OBSERVATION_LIMIT,
+                    words: PromptPack | None = None) -> str:
+    """Keep the first and last `limit // 2` UTF-8 bytes of `text` (the reference's cap)."""
+    data = text.encode("utf-8")
     if len(data) <= limit:
         return text
-    marker_room = 80
-    half = max((limit - marker_room) // 2, 1)
+    half = limit // 2
     head = data[:half].decode("utf-8", errors="ignore")
     tail = data[-half:].decode("utf-8", errors="ignore")
     omitted = len(data) - len(head.encode()) - len(tail.encode())
-    return f"{head}\n[... output limited: {omitted} bytes omitted ...]\n{tail}"
+    words = words or prompt_pack("rsr")
+    return words.render("output_limited", head=head, max_bytes=limit, omitted=omitted,
+                        tail=tail)
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
+class _OutputTooLong(Exception):
+    def __init__(self, output: ModelOutput) -> None:
+        super().__init__("the reply was cut off at the output limit")
+        self.output = output
+
+
 class TerminalHarness:
-    """One run of a terminal harness on one sample. Subclasses override the hooks below."""
+    """One run of a terminal harness on one sample. Subclasses override the hooks below.
+
+    The loop follows the reference (Harbor 0.26's Terminus 2) step by step, so that the same
+    model replies produce the same messages: a pending prompt is sent with the conversation
+    so far; the reply is parsed; a parse error is answered without typing anything; otherwise
+    the commands are typed and the next prompt is the framed, capped terminal output (or the
+    confirmation question after a first `task_complete`). Words come from the prompt pack.
+    """
 
     name = "terminus2"
     reply_model: type[Reply] = Reply
 
     def __init__(self, config: Terminus2Config) -> None:
         self.config = config
+        self.words = prompt_pack(config.prompts)
         self.messages: list[ChatMessage] = []   # everything, for the log
-        self.context: list[ChatMessage] = []    # what the model sees now
+        self.context: list[ChatMessage] = []    # the conversation the model is sent
         self.turn = 0
         self.attempt_turns = 0
         self.end_reason: EndReason | None = None
         self.last_output: ModelOutput | None = None
-        self.last_used_tokens: int | None = None
         self.compactions: list[dict[str, Any]] = []
         self.turn_timings: list[dict[str, float]] = []
         self.instruction = ""
@@ -131,7 +193,7 @@ class TerminalHarness:
     # ------------------------------------------------------------------ hooks
 
     def extra_instructions(self) -> str:
-        """Text added after the reply format in the first prompt and hand-offs."""
+        """Text added after the first prompt and hand-offs (StateM's workflow rules)."""
         return ""
 
     def review(self, reply: Reply) -> Review:
@@ -165,8 +227,11 @@ class TerminalHarness:
         return {
             "harness": self.name,
             "harness_version": HARNESS_VERSION,
+            "harness_implementation": "rsr",
+            "parity_mode": not self.config.fixes,
             "prompt_version": self.config.prompt_version,
             "prompt_digest": prompts.prompt_digest(self.config.prompt_version),
+            **self.words.describe(),
             **self.config.model_dump(exclude={"private_guidance"}),
             "private_guidance_sha256": (
                 hashlib.sha256(self.config.private_guidance.encode()).hexdigest()
@@ -180,7 +245,7 @@ class TerminalHarness:
     async def __call__(self, state: AgentState) -> AgentState:
         sample = sample_state()
         self.metadata = dict(sample.metadata) if sample is not None else {}
-        self.instruction = _instruction(state.messages)
+        self.instruction = _instruction(state.messages, self.metadata)
         self._model = get_model()
         self.deadline_sec = self.timeout_sec()
         self.started = time.monotonic()
@@ -223,19 +288,13 @@ class TerminalHarness:
             self._window = (info.context_length if info is not None else None) or 0
         return self._window or None
 
-    def reply_format_text(self) -> str:
-        name = prompts.FORMAT_XML if self.config.reply_format == "xml" else prompts.FORMAT_JSON
-        return prompts.render(name, self.config.prompt_version)
+    @property
+    def _xml(self) -> bool:
+        return self.config.reply_format == "xml"
 
-    def _first_prompt(self, terminal_state: str, extra: str) -> str:
-        wait_note = ("- The screen may come back sooner than the duration when the shell is "
-                     "idle again, so generous durations cost little.\n"
-                     if self.config.wait_mode == "adaptive" else "")
-        reply_format = self.reply_format_text() + (f"\n\n{extra}" if extra else "")
-        return prompts.render(prompts.FIRST, self.config.prompt_version,
-                              reply_format=reply_format.rstrip("\n"), wait_note=wait_note,
-                              instruction=self.instruction.strip(),
-                              terminal_state=terminal_state.rstrip("\n"))
+    def _with_extra(self, text: str) -> tuple[str, list[str]]:
+        extra = [p for p in (self.extra_instructions(), self.display()) if p]
+        return ("\n\n".join([text, *extra]), extra) if extra else (text, [])
 
     async def _run(self) -> None:
         self._sbx = sandbox()
@@ -244,123 +303,302 @@ class TerminalHarness:
         if how == "installed":
             transcript().info("tmux was missing and has been installed", source=self.name)
         self._tmux = TmuxSession(self._sbx, cwd=self.metadata.get("workdir"),
-                                 user=_agent_user(self.metadata))
+                                 user=_agent_user(self.metadata),
+                                 history_before_start="history-limit" in self.config.fixes)
         await self._tmux.start()
-        screen = await self._observe()
-
-        extra = self.extra_instructions()
-        public_first = self._first_prompt(screen, "")
-        first = self._first_prompt(screen, extra)
-        display = self.display()
-        content = first + (f"\n\n{display}" if display else "")
-        self._append(user_message(
+        terminal_state = await self._observe()
+        first = self.words.render("first_xml" if self._xml else "first_json",
+                                  instruction=self.instruction, terminal_state=terminal_state)
+        content, extra = self._with_extra(first)
+        prompt: ChatMessage = user_message(
             content, "first_prompt", self.name, turn=0,
-            public=public_first if content != public_first else None,
-            control_parts=[p for p in (extra, display) if p], control=False), context=True)
-
-        pending_confirm = False
+            public=first if extra else None, control_parts=extra, control=False)
+        pending = False
         while True:
             if self.attempt_turns >= self.config.max_episodes:
-                message = await self.on_exhausted(await self._observe(screen_only=True))
+                self._append(prompt, context=False)
+                message = await self.on_exhausted(await self._screen())
                 if message is None:
                     return
                 self.attempt_turns = 0
-                pending_confirm = False
-                self._append(message, context=True)
+                pending = False
+                prompt = message
                 continue
+            if not await self._tmux.alive():
+                # The reference ends the run when its shell is gone (e.g. the model typed exit).
+                self._append(prompt, context=False)
+                self.end_reason = "shell_exited"
+                transcript().info("the shell exited: the run ends", source=self.name)
+                return
             self.turn += 1
             self.attempt_turns += 1
             async with span(f"turn {self.turn}", type="turn"):
-                finished, pending_confirm = await self._turn(pending_confirm)
-            if finished:
+                outcome = await self._turn(prompt, pending)
+            if outcome is None:
                 return
+            prompt, pending = outcome
 
-    async def _turn(self, pending_confirm: bool) -> tuple[bool, bool]:
-        """One model turn. Returns (run finished, a completion is awaiting confirmation)."""
+    async def _turn(self, prompt: ChatMessage,
+                    pending: bool) -> tuple[ChatMessage, bool] | None:
+        """One model turn. Returns the next prompt and whether a completion awaits
+        confirmation, or None when the run is over."""
         assert self._tmux is not None
         turn_start = time.monotonic()
         started_at = _now()
-        output = await self._generate_turn()
+        prompt = await self._maybe_compact(prompt)
+        output = await self._query(prompt)
         if output is None:
             self.end_reason = "context_overflow"
-            return True, pending_confirm
+            return None
         model_s = time.monotonic() - turn_start
-        parsed = parse_reply(output.completion, self.config.reply_format, self.reply_model)
         timing = {"model_s": round(model_s, 4)}
-        if parsed.reply is None:
-            self._append(assistant_message(output, "invalid_reply", self.name, turn=self.turn,
-                                           timing=timing, started_at=started_at,
-                                           warnings=parsed.warnings), context=True)
-            screen = await self._observe(screen_only=True)
-            transcript().info(f"parse error: {parsed.error}", source=self.name)
-            self._append(user_message(
-                prompts.render(prompts.PARSE_ERROR, self.config.prompt_version,
-                               error=parsed.error, terminal_state=screen.rstrip("\n")),
-                "parse_error", self.name, turn=self.turn), context=True)
-            self._record_timing(timing, turn_start, 0.0)
-            return False, pending_confirm
+        result = parse_reply_result(output.completion, self.config.reply_format, self.words)
+        feedback = ""
+        if result.error:
+            feedback = self.words.render("feedback_error", error=result.error)
+            if result.warning:
+                feedback += self.words.render("feedback_error_warnings", warnings=result.warning)
+        elif result.warning:
+            feedback = self.words.render("feedback_warnings", warnings=result.warning)
+        warnings = [w.removeprefix("- ") for w in result.warning.split("\n") if w]
 
-        reply = parsed.reply
-        reply_message = assistant_message(output, "reply", self.name, turn=self.turn,
-                                          timing=timing, started_at=started_at,
-                                          warnings=parsed.warnings)
-        self._append(reply_message, context=True)
-        if parsed.warnings:
-            transcript().info("auto-corrected reply: " + " ".join(parsed.warnings),
-                              source=self.name)
+        if result.error:
+            self._append(_with_parse(assistant_message(
+                output, "invalid_reply", self.name, turn=self.turn, timing=timing,
+                started_at=started_at, warnings=warnings), error=result.error), context=False)
+            transcript().info(f"parse error: {result.error}", source=self.name)
+            response_type = self.words.render("response_type_xml" if self._xml
+                                              else "response_type_json")
+            text = self.words.render("parse_error", feedback=feedback,
+                                     response_type=response_type)
+            self._record_timing(timing, turn_start, 0.0)
+            return user_message(text, "parse_error", self.name, turn=self.turn), pending
+
+        reply = self._reply(result)
+        reply_message = _with_parse(assistant_message(
+            output, "reply", self.name, turn=self.turn, timing=timing, started_at=started_at,
+            warnings=warnings), task_complete=result.task_complete,
+            commands=[c.model_dump() for c in result.commands],
+            analysis=str(result.analysis or ""), plan=str(result.plan or ""))
+        self._append(reply_message, context=False)
+        if warnings:
+            transcript().info("reply warnings: " + " ".join(warnings), source=self.name)
         review = self.review(reply)
 
         # wait_s is the time spent typing and waiting (one exec per command in adaptive mode);
         # with a fixed wait, the pure sleep is what counts as waiting.
         wait_s = 0.0
-        for command in reply.commands if review.run_commands else []:
+        for command in result.commands if review.run_commands else []:
             waited = await self._tmux.send_and_wait(
-                command.keystrokes, command.duration,
+                command.keystrokes, min(command.duration, MAX_DURATION),
                 adaptive=self.config.wait_mode == "adaptive")
-            wait_s += waited.waited if self.config.wait_mode == "adaptive" else command.duration
+            wait_s += waited.waited if self.config.wait_mode == "adaptive" \
+                else max(command.duration, 0.0)
         mark = time.monotonic()
-        observation = await self._observe()
+        terminal_output = await self._observe()
         timing["read_s"] = round(time.monotonic() - mark, 4)
         self.after_turn(reply)
         self._record_timing(timing, turn_start, wait_s)
         reply_message.metadata["rsr"]["timing"] = dict(timing)  # type: ignore[index]
 
-        complete = reply.task_complete and review.allow_complete
-        if complete and pending_confirm:
-            message = await self.on_completed(observation)
+        complete = result.task_complete and review.allow_complete
+        notes = [*review.notes, *([self.display()] if self.display() else [])]
+        if complete and pending:
+            message = await self.on_completed(terminal_output)
             if message is None:
-                return True, False
+                # The reference records this last output too (it is never sent).
+                self._append(user_message(terminal_output, "observation", self.name,
+                                          turn=self.turn), context=False)
+                return None
             self.attempt_turns = 0
-            self._append(message, context=True)
-            await self._maybe_compact()
-            return False, False
-
-        extras: list[str] = []
-        if parsed.warnings:
-            extras.append(prompts.render(prompts.PARSE_WARNING, self.config.prompt_version,
-                                         warnings=" ".join(parsed.warnings)).rstrip("\n"))
-        extras += review.notes
-        display = self.display()
-        if display:
-            extras.append(display)
-        kind: Kind = "observation"
-        body = observation.rstrip("\n")
-        control_parts = list(extras)
+            return message, False
         if complete:
-            kind = "confirm"
-            body = prompts.render(prompts.CONFIRM, self.config.prompt_version,
-                                  terminal_state=body).rstrip("\n")
-            control_parts.insert(0, body)
-        elif display:
-            kind = "state_display"
-        is_control = complete or bool(extras)
-        content = "\n\n".join([body, *extras]) if is_control else observation
-        self._append(user_message(content, kind, self.name, turn=self.turn,
-                                  public=observation if is_control else None,
-                                  control_parts=control_parts, control=is_control),
-                     context=True)
-        await self._maybe_compact()
-        return False, complete
+            body = self.words.render("confirm_xml" if self._xml else "confirm_json",
+                                     terminal_state=terminal_output)
+            content = "\n\n".join([body, *notes])
+            return user_message(content, "confirm", self.name, turn=self.turn,
+                                public=terminal_output, control_parts=[body, *notes],
+                                control=True), True
+        body = terminal_output
+        control_parts: list[str] = []
+        if feedback:
+            output_text = terminal_output if "cap-once" in self.config.fixes \
+                else self._cap(terminal_output)
+            body = self.words.render("warnings", feedback=feedback, output=output_text)
+            control_parts.append(body)
+        content = "\n\n".join([body, *notes])
+        kind: Kind = "state_display" if self.display() else "observation"
+        is_control = bool(control_parts or notes)
+        return user_message(content, kind, self.name, turn=self.turn,
+                            public=terminal_output if is_control else None,
+                            control_parts=control_parts + notes, control=is_control), False
+
+    # ------------------------------------------------------------------ model calls
+
+    def _reply(self, result: ParseResult) -> Reply:
+        data = {**result.data, "analysis": str(result.analysis or ""),
+                "plan": str(result.plan or ""), "commands": result.commands,
+                "task_complete": result.task_complete}
+        try:
+            return self.reply_model.model_validate(data)
+        except ValidationError:  # harness extras (next_state) of the wrong type: ignored
+            return Reply.model_validate({k: data[k] for k in
+                                         ("analysis", "plan", "commands", "task_complete")})
+
+    def _sent(self, output: ModelOutput) -> ChatMessage:
+        """The assistant message as the conversation keeps it: its text only, unless
+        earlier reasoning is kept (the reference drops it by default)."""
+        if self.config.keep_reasoning:
+            return output.message
+        return ChatMessageAssistant(content=output.completion, model=output.model,
+                                    source="generate")
+
+    async def _query(self, prompt: ChatMessage) -> ModelOutput | None:
+        """Send `prompt` after the conversation; on success both join it (as in the reference,
+        whose chat appends the prompt and the reply together)."""
+        try:
+            output = await self._generate([*self.context, prompt])
+        except ContextOverflowError as e:
+            return await self._recover_overflow(prompt, str(e))
+        except _OutputTooLong as e:
+            return await self._recover_too_long(prompt, e.output)
+        self._append(prompt, context=False)
+        self.context += [prompt, self._sent(output)]
+        self.last_output = output
+        return output
+
+    async def _recover_too_long(self, prompt: ChatMessage, output: ModelOutput) -> ModelOutput | None:
+        truncated = output.completion
+        self._append(prompt, context=False)
+        self._append(_with_parse(assistant_message(
+            output, "invalid_reply", self.name, turn=self.turn, timing={}, started_at=_now()),
+            error="output length exceeded", stop_reason=str(output.stop_reason)), context=False)
+        limit = (self.words.render("output_limit_tokens", tokens=self.config.output_limit)
+                 if self.config.output_limit else self.words.render("output_limit_unknown"))
+        text = self.words.render("output_too_long", limit=limit)
+        parsed = parse_reply_result(truncated, self.config.reply_format, self.words)
+        if parsed.warning:
+            text += self.words.render("output_too_long_warnings", warnings=parsed.warning)
+        self.context += [prompt, ChatMessageAssistant(content=truncated, source="generate")]
+        transcript().info("reply cut off at the output limit: nothing of it runs",
+                          source=self.name)
+        return await self._query(user_message(text, "parse_error", self.name, turn=self.turn))
+
+    async def _generate(self, messages: list[ChatMessage]) -> ModelOutput:
+        assert self._model is not None
+        config = GenerateConfig(temperature=self.config.temperature)
+        if self.config.private_guidance:
+            # Only the model call sees the guidance: self.messages (the public history) never does.
+            messages = [ChatMessageSystem(content=self.config.private_guidance), *messages]
+        try:
+            output = await self._model.generate(messages, config=config)
+        except Exception as e:
+            if is_overflow_error(e):
+                raise ContextOverflowError(str(e)) from e
+            raise
+        if output.stop_reason == "model_length":
+            raise ContextOverflowError("the model reported stop_reason=model_length")
+        if output.stop_reason == "max_tokens":
+            raise _OutputTooLong(output)
+        return output
+
+    async def _generate_plain(self, messages: list[ChatMessage]) -> ModelOutput:
+        """A summarisation call: a cut-off reply is used as it is."""
+        try:
+            return await self._generate(messages)
+        except _OutputTooLong as e:
+            return e.output
+
+    # ------------------------------------------------------------------ context pressure
+
+    def _used_tokens(self) -> int:
+        return estimate_tokens(self.context)
+
+    async def _maybe_compact(self, prompt: ChatMessage) -> ChatMessage:
+        """Before a call: summarise when the conversation leaves too little room (the pending
+        prompt is then replaced by the hand-off, as in the reference)."""
+        window = self.context_window()
+        if window is None or not self.context or self.config.summarise_free_tokens <= 0:
+            return prompt
+        free = window - self._used_tokens()
+        if free >= self.config.summarise_free_tokens:
+            return prompt
+        try:
+            handoff = await self._summarise()
+        except Exception as e:  # the reference logs and carries on with the long context
+            transcript().info(f"proactive summarisation failed: {e}", source=self.name)
+            return prompt
+        self._append(prompt, context=False)
+        self._record_compaction("summary", f"free context {free} < "
+                                f"{self.config.summarise_free_tokens} tokens")
+        return handoff
+
+    async def _summarise(self) -> ChatMessage:
+        """Summary, questions, answers; the conversation becomes [first prompt, questions
+        prompt, questions] and the hand-off (with the answers) is the next prompt."""
+        assert self._tmux is not None
+        screen = await self._tmux.capture_pane()
+        handoff = await summarise(self._generate_plain, self.context, words=self.words,
+                                  instruction=self.instruction, screen=screen,
+                                  harness=self.name, turn=self.turn, now=_now)
+        for message in handoff.log:
+            self._append(message, context=False)
+        self.context = handoff.context
+        text, extra = self._with_extra(handoff.prompt)
+        return user_message(text, "handoff", self.name, turn=self.turn,
+                            control_parts=extra)
+
+    async def _recover_overflow(self, prompt: ChatMessage, reason: str) -> ModelOutput | None:
+        """The reference's fall-backs after a context-length error: unwind to 4,000 free
+        tokens, then a full summary, else a short one, else the instruction and the screen."""
+        assert self._tmux is not None
+        self._append(prompt, context=False)
+        window = self.context_window()
+        while len(self.context) > 1 and window is not None and \
+                window - self._used_tokens() < UNWIND_FREE_TOKENS:
+            self.context = self.context[:-2]
+        level = "summary"
+        handoff: ChatMessage | None = None
+        try:
+            handoff = await self._summarise()
+        except Exception as e:
+            transcript().info(f"full summary failed: {e}", source=self.name)
+        if handoff is None:
+            screen = (await self._tmux.capture_pane())[-FALLBACK_SCREEN_CHARS:]
+            try:
+                short = await self._generate_plain([user_message(
+                    self.words.render("short_summary", instruction=self.instruction,
+                                      screen=screen), "summary_request", self.name,
+                    turn=self.turn)])
+                level = "short_summary"
+                text = self.words.render("short_handoff", instruction=self.instruction,
+                                         summary=short.completion)
+            except Exception as e:
+                transcript().info(f"short summary failed: {e}", source=self.name)
+                level = "bare"
+                screen = (await self._tmux.capture_pane())[-FALLBACK_SCREEN_CHARS:]
+                text = self.words.render("bare_handoff", instruction=self.instruction,
+                                         screen=screen)
+            handoff = user_message(text, "handoff", self.name, turn=self.turn)
+        self._record_compaction(level, f"context-length error: {reason}")
+        try:
+            output = await self._generate([*self.context, handoff])
+        except Exception as e:  # as the reference: a stand-in reply, which fails to parse
+            transcript().info(f"even the hand-off call failed: {e}", source=self.name)
+            self._append(handoff, context=False)
+            output = ModelOutput.from_content(
+                str(self._model) if self._model else "model",
+                self.words.render("fallback_reply"))
+            self.last_output = output
+            return output
+        self._append(handoff, context=False)
+        self.context += [handoff, self._sent(output)]
+        self.last_output = output
+        return output
+
+    def _record_compaction(self, level: str, reason: str) -> None:
+        self.compactions.append({"turn": self.turn, "level": level, "reason": reason})
+        transcript().info(f"context compacted ({level}): {reason}", source=self.name)
 
     # ------------------------------------------------------------------ helpers
 
@@ -383,89 +621,32 @@ class TerminalHarness:
         timing["overhead_s"] = round(total - timing["model_s"] - wait_s, 4)
         self.turn_timings.append(dict(timing))
 
-    async def _observe(self, screen_only: bool = False) -> str:
+    def _cap(self, text: str) -> str:
+        return cap_observation(text, self.config.observation_limit, self.words)
+
+    async def _screen(self) -> str:
         assert self._tmux is not None
-        try:
-            text = await (self._tmux.screen() if screen_only else self._tmux.read_new())
-        except TmuxError:
-            if await self._tmux.alive():
-                raise
-            # The shell exited (e.g. the model typed `exit`): give it a new one.
-            await self._tmux.start()
-            text = ("[the terminal session had ended; a new shell was started]\n"
-                    + await self._tmux.screen())
-        return cap_observation(text, self.config.observation_limit)
+        return self.words.render("screen", screen=await self._tmux.capture_pane())
 
-    async def _generate(self, messages: list[ChatMessage]) -> ModelOutput:
-        assert self._model is not None
-        config = GenerateConfig(temperature=self.config.temperature)
-        if self.config.private_guidance:
-            # Only the model call sees the guidance: self.messages (the public history) never does.
-            messages = [ChatMessageSystem(content=self.config.private_guidance), *messages]
-        try:
-            output = await self._model.generate(messages, config=config)
-        except Exception as e:
-            if is_overflow_error(e):
-                raise ContextOverflowError(str(e)) from e
-            raise
-        if output.stop_reason == "model_length":
-            raise ContextOverflowError("the model reported stop_reason=model_length")
-        return output
-
-    async def _generate_turn(self) -> ModelOutput | None:
-        level = 0
-        while True:
-            try:
-                output = await self._generate(self.context)
-            except ContextOverflowError as e:
-                if level > LAST_LEVEL:
-                    transcript().info(f"context overflow even after a bare hand-off: {e}",
-                                      source=self.name)
-                    return None
-                level = await self._compact(level, reason=f"context-length error: {e}")
-                level += 1
-                continue
-            self.last_output = output
-            usage = output.usage
-            self.last_used_tokens = (usage.input_tokens + usage.output_tokens
-                                     if usage is not None and usage.input_tokens else None)
-            return output
-
-    async def _maybe_compact(self) -> None:
-        window = self.context_window()
-        if window is None:
-            return
-        if self.last_used_tokens is not None:
-            used = self.last_used_tokens + estimate_tokens(self.context[-1:])
+    async def _observe(self) -> str:
+        """The terminal output after a turn, framed and capped as the reference shows it."""
+        assert self._tmux is not None
+        if "new-output" in self.config.fixes:
+            kind, text = await self._tmux.read_since_mark()
         else:
-            used = estimate_tokens(self.context)
-        if window - used < self.config.summarise_free_tokens:
-            await self._compact(0, reason=f"free context {window - used} < "
-                                          f"{self.config.summarise_free_tokens} tokens")
+            kind, text = await self._tmux.incremental_output()
+        framed = self.words.render("new_output" if kind == "new" else "screen",
+                                   **({"output": text} if kind == "new" else {"screen": text}))
+        return self._cap(framed)
 
-    async def _compact(self, level: int, reason: str) -> int:
-        """Replace the model's context by a hand-off message; returns the level reached."""
-        assert self._tmux is not None
-        screen = await self._observe(screen_only=True)
-        extra = self.extra_instructions()
-        reply_format = self.reply_format_text() + (f"\n\n{extra}" if extra else "")
-        handoff = await hand_off(
-            self._generate, self.context, level=level, instruction=self.instruction.strip(),
-            terminal_state=screen.rstrip("\n"), reply_format=reply_format.rstrip("\n"),
-            harness=self.name, turn=self.turn, now=_now)
-        for message in handoff.log:
-            self._append(message, context=False)
-        display = self.display()
-        text = handoff.text + (f"\n\n{display}" if display else "")
-        message = user_message(text, "handoff", self.name, turn=self.turn)
-        self.messages.append(message)
-        self.context = [message]
-        self.last_used_tokens = None
-        record = {"turn": self.turn, "level": handoff.level, "reason": reason}
-        self.compactions.append(record)
-        transcript().info(f"context compacted (level {handoff.level}): {reason}",
-                          source=self.name)
-        return handoff.level
+
+PARSE_KEY = "rsr_parse"
+
+
+def _with_parse(message: ChatMessage, **values: Any) -> ChatMessage:
+    """Record what the parser made of a reply (ATIF's tool calls and `extra` come from it)."""
+    message.metadata = {**(message.metadata or {}), PARSE_KEY: values}
+    return message
 
 
 def _agent_user(metadata: dict[str, Any]) -> str | None:
@@ -477,45 +658,66 @@ def _agent_user(metadata: dict[str, Any]) -> str | None:
     return task_from_metadata(metadata).config.agent.user
 
 
-def _instruction(messages: list[ChatMessage]) -> str:
-    for message in messages:
-        if message.role == "user":
-            return message.text
-    raise ValueError("the sample has no user message to take the task instruction from")
+def _instruction(messages: list[ChatMessage], metadata: dict[str, Any]) -> str:
+    """The task instruction as the reference passes it: instruction.md byte for byte (the
+    sample input is the same text, stripped), else the first user message."""
+    text = next((m.text for m in messages if m.role == "user"), None)
+    if text is None:
+        raise ValueError("the sample has no user message to take the task instruction from")
+    task_dir = metadata.get("task_dir")
+    if task_dir:
+        path = Path(task_dir) / "instruction.md"
+        raw = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+        if raw.strip() == text.strip():
+            return raw
+    return text
 
 
 @agent
 def terminus2(
-    max_episodes: int = 200,
+    max_episodes: int = MAX_EPISODES,
     temperature: float | None = None,
     reply_format: ReplyFormat = "json",
     context_window: int | None = None,
     summarise_free_tokens: int = 8_000,
+    output_limit: int | None = None,
     wait_mode: WaitMode = "fixed",
     observation_limit: int = OBSERVATION_LIMIT,
     agent_timeout_sec: float | None = None,
+    prompts: str = "rsr",
+    fixes: str | list[str] | None = None,
+    keep_reasoning: bool = False,
     private_guidance: str | None = None,
 ) -> Agent:
-    """Terminus 2-style terminal harness over tmux.
+    """Terminus 2 over tmux: Harbor 0.26's loop, wording from a selectable prompt pack.
 
     Args:
-        max_episodes: Model turns before the run stops (200 in the reference TB2 runs).
+        max_episodes: Model turns before the run stops (default: the reference's, effectively
+            unbounded; the agent timeout ends a run).
         temperature: Sampling temperature; None leaves the provider's default. Recorded.
         reply_format: "json" (reference) or "xml".
         context_window: Context size in tokens; None uses the model's known context length.
         summarise_free_tokens: Summarise when fewer free tokens than this remain.
+        output_limit: The model's output token limit, named when a reply is cut off.
         wait_mode: "fixed" waits each command's duration (reference); "adaptive" returns as
             soon as the shell is idle again, never later than the duration. Recorded.
         observation_limit: Bytes of terminal output kept per observation (head and tail).
         agent_timeout_sec: Override of the task's agent timeout (invalid for leaderboards).
+        prompts: Prompt pack: "rsr" (our wording), "harbor" (read from an installed Harbor)
+            or a directory of templates. Logs record its name and sha256.
+        fixes: Reference quirks to correct, comma-separated (history-limit, new-output,
+            cap-once) or "all"; none = parity mode. Recorded.
+        keep_reasoning: Send earlier turns' reasoning back to the model (the reference
+            drops it).
         private_guidance: Text the model sees before the conversation in every call but
             which is never part of the recorded messages (the RSR executor's runbook).
     """
     config = Terminus2Config(
         max_episodes=max_episodes, temperature=temperature, reply_format=reply_format,
         context_window=context_window, summarise_free_tokens=summarise_free_tokens,
-        wait_mode=wait_mode, observation_limit=observation_limit,
-        agent_timeout_sec=agent_timeout_sec, private_guidance=private_guidance)
+        output_limit=output_limit, wait_mode=wait_mode, observation_limit=observation_limit,
+        agent_timeout_sec=agent_timeout_sec, prompts=prompts, fixes=parse_fixes(fixes),
+        keep_reasoning=keep_reasoning, private_guidance=private_guidance)
 
     async def execute(state: AgentState) -> AgentState:
         return await TerminalHarness(config)(state)

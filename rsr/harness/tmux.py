@@ -9,6 +9,7 @@ import re
 import shlex
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 from inspect_ai.util import SandboxEnvironment
 
@@ -17,8 +18,6 @@ from rsr.errors import RsrError
 # tmux's client->server message is capped (~16 KiB); a UTF-8 char can take 4 bytes.
 SEND_CHUNK_CHARS = 3000
 POLL_SECONDS = 0.1
-# Lines kept from each end of a very long output when reading (the observation cap is ~10 kB).
-READ_KEEP_LINES = 500
 # Above this, keystrokes are typed one chunk per exec (an argv string is capped at 128 KiB).
 ONE_EXEC_MAX_CHARS = 60_000
 
@@ -61,15 +60,21 @@ class TmuxSession:
         name: str = "rsr",
         width: int = 160,
         height: int = 40,
-        history_limit: int = 100_000,
+        history_limit: int = 10_000_000,
         cwd: str | None = None,
         user: str | None = None,
+        history_before_start: bool = False,
     ) -> None:
         self.sbx = sbx
         self.name = name
         self.width = width
         self.height = height
         self.history_limit = history_limit
+        # False reproduces the reference: history-limit is set once the pane exists, so the
+        # pane keeps tmux's default 2,000 lines (see `start`). True applies it to the pane.
+        self.history_before_start = history_before_start
+        self._previous_buffer: str | None = None
+        self._fell_back = True
         self.cwd = cwd
         self.user = user
         # Absolute pane line (history + cursor row) and its text at the last read.
@@ -92,20 +97,26 @@ class TmuxSession:
         return result.stdout
 
     async def start(self) -> None:
-        conf = f"/tmp/{self.name}.tmux.conf"
         cwd = f"-c {shlex.quote(self.cwd)} " if self.cwd else ""
-        # history-limit only applies to panes created after it is set: pass it via -f.
+        new = (f"tmux {{conf}}new-session -d -s {self.name} -x {self.width} -y {self.height} "
+               f"{cwd}'bash --login'")
         # A session left by an earlier run in the same sandbox is replaced, not joined.
-        await self._sh(
-            f"tmux kill-session -t {self.name} 2>/dev/null; "
-            f"printf 'set -g history-limit {self.history_limit}\\n' > {conf} && "
-            f"tmux -f {conf} new-session -d -s {self.name} -x {self.width} -y {self.height} "
-            f"{cwd}bash --login"
-        )
+        prelude = (f"tmux kill-session -t {self.name} 2>/dev/null; "
+                   "export TERM=xterm-256color SHELL=/bin/bash; ")
+        if self.history_before_start:
+            conf = f"/tmp/{self.name}.tmux.conf"
+            await self._sh(f"{prelude}printf 'set -g history-limit {self.history_limit}\\n' "
+                           f"> {conf} && " + new.format(conf=f"-f {conf} "))
+        else:
+            # As the reference does: the option is set after the session (and its only pane)
+            # exists, and tmux applies history-limit to panes created later only.
+            await self._sh(prelude + new.format(conf=""))
+            await self._sh(f"tmux set-option -g history-limit {self.history_limit}")
         self._shell_pid = (await self._tmux("display-message", "-p", "-t", self.name,
                                             "#{pane_pid}")).strip()
         await self.wait(5.0, adaptive=True)
         self._mark = None
+        self._previous_buffer = None
 
     async def alive(self) -> bool:
         result = await self.sbx.exec(["tmux", "has-session", "-t", self.name], user=self.user)
@@ -169,6 +180,41 @@ class TmuxSession:
         """The visible screen."""
         return _strip_trailing_blank(await self._tmux("capture-pane", "-p", "-J", "-t", self.name))
 
+    async def capture_pane(self, entire: bool = False) -> str:
+        """The pane as the reference reads it: not joined, blank rows kept; the whole history
+        with `entire`. A failed capture (the session is gone) reads as empty text."""
+        args = ["capture-pane", "-p", *(["-S", "-"] if entire else []), "-t", self.name]
+        result = await self.sbx.exec(["tmux", *args], user=self.user, timeout=30)
+        return result.stdout if result.success else ""
+
+    async def incremental_output(self) -> tuple[Literal["screen", "new"], str]:
+        """What the reference shows after a turn: ("new", output since the last call) or
+        ("screen", the visible screen) when that cannot be told.
+
+        The rule, kept with its quirks: the previous whole-history capture, stripped, must
+        occur in the current one; the new output then starts at the *offset of the last line
+        break within the previous capture*, applied to the current capture (which coincides
+        with the previous last line only while the history has not scrolled past its limit).
+        """
+        current = await self.capture_pane(entire=True)
+        previous = self._previous_buffer
+        self._previous_buffer = current
+        if previous is None:
+            return "screen", await self.capture_pane()
+        stripped = previous.strip()
+        if stripped in current:
+            start = stripped.rfind("\n") if "\n" in stripped else current.index(stripped)
+            new = current[start:]
+            if new.strip():
+                return "new", new
+        return "screen", await self.capture_pane()
+
+    async def read_since_mark(self) -> tuple[Literal["screen", "new"], str]:
+        """`read_new` (the corrected rule) with the kind the reference frames it by."""
+        before = self._mark
+        text = await self.read_new()
+        return ("new" if before is not None and self._fell_back is False else "screen"), text
+
     async def read_new(self) -> str:
         """Terminal output since the last read, starting at the line the cursor was on.
 
@@ -187,12 +233,7 @@ class TmuxSession:
             f"tmux capture-pane -p -J -t {t}; echo {sep}; "
             f'if [ {mark_line} -ge 0 ] && [ "$3" != 1 ]; then '
             f"s=$(({mark_line} - $1)); n=$(($2 + 1 - s)); "
-            # Huge outputs: only their head and tail come back (the observation keeps no more).
-            f"if [ $n -gt {2 * READ_KEEP_LINES} ]; then "
-            f"tmux capture-pane -p -J -t {t} -S $s -E $((s + {READ_KEEP_LINES - 1})); "
-            f'echo "[... $((n - {2 * READ_KEEP_LINES})) lines omitted ...]"; '
-            f"tmux capture-pane -p -J -t {t} -S $(($2 - {READ_KEEP_LINES - 1})) -E -; "
-            f"else tmux capture-pane -p -J -t {t} -S $s -E -; fi; fi"
+            f"tmux capture-pane -p -J -t {t} -S $s -E -; fi"
         )
         info, cursor_line, screen, since = (await self._sh(script)).split(sep + "\n")
         history, cursor, _alternate = info.split()
@@ -202,6 +243,7 @@ class TmuxSession:
             mark_text = self._mark[1]
             if mark_text.strip() == "" or first.startswith(mark_text.rstrip()):
                 text = _strip_trailing_blank(since)
+        self._fell_back = text is None
         if text is None:
             text = _strip_trailing_blank(screen)
         self._mark = (int(history) + int(cursor), cursor_line.rstrip("\n"))
