@@ -58,10 +58,11 @@ class ParseOutcome:
     warnings: list[str] = field(default_factory=list)
 
 
-def parse_reply_result(text: str, reply_format: ReplyFormat, words: PromptPack) -> ParseResult:
+def parse_reply_result(text: str, reply_format: ReplyFormat, words: PromptPack,
+                       extra_tags: tuple[str, ...] = ()) -> ParseResult:
     """The loop's parser: the reference's rules, the pack's words."""
     if reply_format == "xml":
-        return parse_xml(text, words)
+        return parse_xml(text, words, extra_tags)
     return parse_json(text, words)
 
 
@@ -293,68 +294,169 @@ def _validate(data: Any, model: type[Reply], warnings: list[str]) -> ParseOutcom
 
 # ---------------------------------------------------------------- XML
 
-_TAG = r"<{name}>(.*?)</{name}>"
-_KEYSTROKES = re.compile(r"<keystrokes(?P<attrs>[^>]*)>(?P<body>.*?)</keystrokes>", re.S)
+_XML_SECTIONS = ("analysis", "plan", "commands", "task_complete")
+_KEYSTROKES = re.compile(r"<keystrokes([^>]*)>(.*?)</keystrokes>", re.S)
 _DURATION = re.compile(r"""duration\s*=\s*["']([^"']*)["']""")
+_ENTITIES = {"&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": '"', "&apos;": "'"}
+
+
+def parse_xml(text: str, words: PromptPack, extra_tags: tuple[str, ...] = ()) -> ParseResult:
+    """Harbor's XML rules: keystrokes verbatim (entities are warned about, never decoded),
+    missing sections are warnings except <commands>, an empty or self-closing
+    <task_complete> is false, only the first <response> counts."""
+    warnings: list[str] = []
+    start, end = text.find("<response>"), text.find("</response>")
+    if start != -1:
+        if text[:start].strip():
+            warnings.append(words.render("xml_extra_before"))
+        if end != -1 and text[end + len("</response>"):].strip():
+            warnings.append(words.render("xml_extra_after"))
+            count = text.count("<response>")
+            if count > 1:
+                warnings.append(words.render("xml_multiple_responses", count=count))
+    if start == -1:
+        return ParseResult([], False, words.render("xml_no_response"), _bullets(warnings),
+                           error_kind="no_response")
+    close = text.find("</response>", start)
+    body = (text[start + len("<response>"):] if close == -1
+            else text[start + len("<response>"):close]).strip()
+    complete = re.search(r"<task_complete>\s*true\s*</task_complete>", body, re.I) is not None
+    sections = _xml_sections(body, warnings, words)
+    data: dict[str, Any] = {}
+    for tag in extra_tags:  # harness fields (StateM's next_state); Harbor warns about them
+        match = re.search(f"<{tag}>(.*?)</{tag}>", body, re.S)
+        if match:
+            data[tag] = match.group(1).strip()
+    analysis, plan = sections.get("analysis", ""), sections.get("plan", "")
+    commands_text = sections.get("commands", "")
+    if not commands_text:
+        if "commands" in sections:
+            if not complete:
+                warnings.append(words.render("xml_commands_empty"))
+            return ParseResult([], complete, "", _bullets(warnings), analysis, plan, data)
+        if complete:
+            return ParseResult([], True, "", _bullets(warnings), analysis, plan, data)
+        return ParseResult([], False, words.render("xml_missing_commands"), _bullets(warnings),
+                           analysis, plan, data, error_kind="no_commands")
+    commands = _xml_commands(commands_text, warnings, words)
+    return ParseResult(commands, complete, "", _bullets(warnings), analysis, plan, data)
+
+
+def _xml_sections(body: str, warnings: list[str], words: PromptPack) -> dict[str, str]:
+    sections: dict[str, str] = {}
+    for name in _XML_SECTIONS:
+        match = re.search(f"<{name}>(.*?)</{name}>", body, re.S)
+        if match:
+            sections[name] = match.group(1).strip()
+        elif re.search(f"<{name}\\s*/>", body) or f"<{name}></{name}>" in body:
+            sections[name] = ""
+    # Harbor walks a set here, so with several missing its order varies; ours is fixed.
+    for name in REQUIRED:
+        if name not in sections:
+            warnings.append(words.render("xml_missing_section", name=name))
+    for tag in sorted(set(_top_level_tags(body)) - set(_XML_SECTIONS)):
+        warnings.append(words.render("xml_unknown_tag", name=tag))
+    for name in _XML_SECTIONS:
+        count = len(re.findall(f"<{name}(?:\\s|>|/>)", body))
+        if count > 1:
+            warnings.append(words.render("xml_multiple_commands", count=count)
+                            if name == "commands" else
+                            words.render("xml_multiple_section", name=name))
+    positions = {}
+    for name in REQUIRED:
+        match = re.search(f"<{name}(?:\\s|>|/>)", body)
+        if match:
+            positions[name] = match.start()
+    if len(positions) >= 2:
+        expected = [name for name in REQUIRED if name in positions]
+        found = sorted(expected, key=positions.__getitem__)
+        if found != expected:
+            warnings.append(words.render("xml_section_order", found=" → ".join(found),
+                                         expected=" → ".join(expected)))
+    return sections
+
+
+def _top_level_tags(body: str) -> list[str]:
+    tags: list[str] = []
+    depth = i = 0
+    while i < len(body):
+        if body[i] != "<":
+            i += 1
+            continue
+        close = body.find(">", i)
+        if close == -1:
+            break
+        inner = body[i + 1:close]
+        i = close + 1
+        if inner.startswith(("!", "?")):
+            continue
+        if inner.startswith("/"):
+            depth -= 1
+            continue
+        name = inner.split()[0] if " " in inner else inner
+        if depth == 0:
+            tags.append(name.removesuffix("/"))
+        if not inner.endswith("/"):
+            depth += 1
+    return tags
+
+
+def _xml_commands(text: str, warnings: list[str], words: PromptPack) -> list[Command]:
+    commands: list[Command] = []
+    found = _KEYSTROKES.findall(text)
+    for i, (attrs, keystrokes) in enumerate(found):
+        n = i + 1
+        for name, value in re.findall(r'(\w+)\s*=\s*([^"\'\s>]+)', attrs):
+            warnings.append(words.render("xml_attr_unquoted", n=n, name=name, value=value))
+        for name, value in re.findall(r"(\w+)\s*=\s*'([^']*)'", attrs):
+            warnings.append(words.render("xml_attr_single", n=n, name=name, value=value))
+        for name in re.findall(r"(\w+)\s*=", attrs):
+            if name != "duration":
+                warnings.append(words.render("xml_attr_unknown", n=n, name=name,
+                                             known="duration"))
+        duration = DEFAULT_DURATION
+        match = _DURATION.search(attrs)
+        if match:
+            try:
+                duration = float(match.group(1))
+            except ValueError:
+                warnings.append(words.render("xml_bad_duration", n=n, value=match.group(1)))
+        else:
+            warnings.append(words.render("xml_no_duration", n=n))
+        if i < len(found) - 1 and not keystrokes.endswith("\n"):
+            warnings.append(words.render("xml_missing_newline", n=n))
+        commands.append(Command(keystrokes=keystrokes, duration=duration))
+    for entity, char in _ENTITIES.items():
+        if entity in text:
+            warnings.append(words.render("xml_entity", entity=entity, char=char))
+    if "\\r\\n" in text:
+        warnings.append(words.render("xml_crlf"))
+    return commands
+
+
+def salvage_xml(truncated: str, words: PromptPack) -> str | None:
+    """A reply cut off after a complete </commands> ... </response> is used up to there."""
+    commands_end = truncated.find("</commands>")
+    end = truncated.find("</response>", commands_end) if commands_end != -1 else -1
+    if end == -1:
+        return None
+    clean = truncated[: end + len("</response>")]
+    result = parse_xml(clean, words)
+    multiple = any(k in result.warning for k in (
+        words.render("xml_multiple_responses", count="")[:20],
+        words.render("xml_multiple_commands", count="")[:20]))
+    return clean if not result.error and not multiple else None
 
 
 def parse_xml_reply(text: str, model: type[Reply] = Reply) -> ParseOutcome:
-    """Parse `<response>...</response>`; element contents are taken verbatim (no entities)."""
-    warnings: list[str] = []
-    start, end = text.find("<response>"), text.rfind("</response>")
-    if start < 0:
-        return ParseOutcome(None, "No <response> element found: wrap the reply in "
-                                  "<response>...</response>.")
-    if end < 0:
-        warnings.append("Auto-corrected: added the missing </response>.")
-        body = text[start + len("<response>") :]
-    else:
-        body = text[start + len("<response>") : end]
-        if text[end + len("</response>") :].strip():
-            warnings.append("Extra text after </response> was ignored.")
-    if text[:start].strip():
-        warnings.append("Extra text before <response> was ignored.")
+    """`parse_xml` with rsr's wording, as a validated `Reply` (for the factory and exports)."""
+    from rsr.harness.prompts.pack import prompt_pack
 
-    data: dict[str, Any] = {}
-    for name in ("analysis", "plan"):
-        match = re.search(_TAG.format(name=name), body, re.S)
-        if match:
-            data[name] = match.group(1).strip()
-    commands_match = re.search(r"<commands>(.*?)</commands>", body, re.S)
-    if commands_match is None and re.search(r"<commands\s*/>", body):
-        data["commands"] = []
-    elif commands_match is not None:
-        commands = []
-        for i, ks in enumerate(_KEYSTROKES.finditer(commands_match.group(1))):
-            duration_match = _DURATION.search(ks.group("attrs"))
-            command: dict[str, Any] = {"keystrokes": ks.group("body")}
-            if duration_match:
-                try:
-                    command["duration"] = float(duration_match.group(1))
-                except ValueError:
-                    return ParseOutcome(None, f"commands[{i}]: duration "
-                                              f"{duration_match.group(1)!r} is not a number.",
-                                        warnings)
-            commands.append(command)
-        data["commands"] = commands
-    complete = re.search(_TAG.format(name="task_complete"), body, re.S)
-    if complete:
-        value = complete.group(1).strip().lower()
-        if value not in ("true", "false"):
-            return ParseOutcome(None, "<task_complete> must be true or false.", warnings)
-        data["task_complete"] = value == "true"
-    for name in set(model.model_fields) - {"analysis", "plan", "commands", "task_complete"}:
-        match = re.search(_TAG.format(name=name), body, re.S)
-        if match:
-            data[name] = match.group(1).strip()
+    extra = tuple(set(model.model_fields) - set(_XML_SECTIONS))
+    result = parse_xml(text, prompt_pack("rsr"), extra)
+    warnings = [w.removeprefix("- ") for w in result.warning.split("\n") if w]
+    if result.error:
+        return ParseOutcome(None, result.error, warnings)
+    data = {**result.data, "analysis": str(result.analysis), "plan": str(result.plan),
+            "commands": result.commands, "task_complete": result.task_complete}
     return _validate(data, model, warnings)
-
-
-def parse_xml(text: str, words: PromptPack) -> ParseResult:
-    outcome = parse_xml_reply(text)
-    warning = _bullets(outcome.warnings)
-    if outcome.reply is None:
-        return ParseResult([], False, outcome.error or "", warning, error_kind="xml")
-    reply = outcome.reply
-    return ParseResult(list(reply.commands), reply.task_complete, "", warning, reply.analysis,
-                       reply.plan, reply.model_dump())

@@ -46,6 +46,7 @@ from rsr.harness.protocol import (
     Reply,
     ReplyFormat,
     parse_reply_result,
+    salvage_xml,
 )
 from rsr.harness.tmux import TmuxSession
 from rsr.harness.tmux_install import ensure_tmux
@@ -289,6 +290,10 @@ class TerminalHarness:
         return self._window or None
 
     @property
+    def _extra_tags(self) -> tuple[str, ...]:
+        return tuple(sorted(set(self.reply_model.model_fields) - set(Reply.model_fields)))
+
+    @property
     def _xml(self) -> bool:
         return self.config.reply_format == "xml"
 
@@ -352,7 +357,8 @@ class TerminalHarness:
             return None
         model_s = time.monotonic() - turn_start
         timing = {"model_s": round(model_s, 4)}
-        result = parse_reply_result(output.completion, self.config.reply_format, self.words)
+        result = parse_reply_result(output.completion, self.config.reply_format, self.words,
+                                    self._extra_tags)
         feedback = ""
         if result.error:
             feedback = self.words.render("feedback_error", error=result.error)
@@ -469,6 +475,15 @@ class TerminalHarness:
 
     async def _recover_too_long(self, prompt: ChatMessage, output: ModelOutput) -> ModelOutput | None:
         truncated = output.completion
+        salvaged = salvage_xml(truncated, self.words) if self._xml else None
+        if salvaged is not None:
+            # Harbor 0.26 means to use the complete part (its code crashes on this path).
+            kept = output.model_copy(deep=True)
+            kept.choices[0].message = ChatMessageAssistant(content=salvaged, source="generate")
+            self._append(prompt, context=False)
+            self.context += [prompt, self._sent(kept)]
+            self.last_output = kept
+            return kept
         self._append(prompt, context=False)
         self._append(_with_parse(assistant_message(
             output, "invalid_reply", self.name, turn=self.turn, timing={}, started_at=_now()),
@@ -476,7 +491,8 @@ class TerminalHarness:
         limit = (self.words.render("output_limit_tokens", tokens=self.config.output_limit)
                  if self.config.output_limit else self.words.render("output_limit_unknown"))
         text = self.words.render("output_too_long", limit=limit)
-        parsed = parse_reply_result(truncated, self.config.reply_format, self.words)
+        parsed = parse_reply_result(truncated, self.config.reply_format, self.words,
+                                    self._extra_tags)
         if parsed.warning:
             text += self.words.render("output_too_long_warnings", warnings=parsed.warning)
         self.context += [prompt, ChatMessageAssistant(content=truncated, source="generate")]

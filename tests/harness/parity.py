@@ -122,7 +122,8 @@ def run_rsr(dataset: Path, server: LoopbackOpenAI, scenarios: list[Scenario], pr
         logs = inspect_eval(
             tasks_task("core", dataset, [s.name for s in group], None), solver=solver,
             model=f"openai-api/loopback/{MODEL}", display="none", log_dir=str(log_dir),
-            log_format="eval", fail_on_error=False, max_retries=0, timeout=60)
+            log_format="eval", fail_on_error=False, max_retries=0, timeout=60,
+            model_base_url=server.base_url)
         for sample in logs[0].samples or []:
             samples[str(sample.id)] = sample
     return samples

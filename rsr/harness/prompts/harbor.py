@@ -147,7 +147,9 @@ class Locator:
 _T2 = "terminus_2.py"
 _TS = "tmux_session.py"
 _JP = "terminus_json_plain_parser.py"
+_XP = "terminus_xml_plain_parser.py"
 _JOIN = "', '.join"
+_X = "TerminusXMLPlainParser."
 
 TEMPLATE_FILES = {"first_json": "terminus-json-plain.txt", "first_xml": "terminus-xml-plain.txt",
                   "timeout": "timeout.txt"}
@@ -235,6 +237,36 @@ LOCATORS: dict[str, Locator] = {
                               (("fix_name", "fix"),)),
     "json_fix_brace": Locator(_JP, "TerminusJSONPlainParser._get_auto_fixes", 0),
     "json_fix_mixed": Locator(_JP, "TerminusJSONPlainParser._get_auto_fixes", 1),
+    "xml_no_response": Locator(_XP, _X + "_try_parse_response", 0),
+    "xml_commands_empty": Locator(_XP, _X + "_try_parse_response", 12),
+    "xml_missing_commands": Locator(_XP, _X + "_try_parse_response", 19),
+    "xml_fix_response": Locator(_XP, _X + "_get_auto_fixes", 0),
+    "xml_extra_before": Locator(_XP, _X + "_check_extra_text", 2),
+    "xml_extra_after": Locator(_XP, _X + "_check_extra_text", 4),
+    "xml_multiple_responses": Locator(_XP, _X + "_check_extra_text", 6,
+                                      (("total_response_count", "count"),)),
+    "xml_missing_section": Locator(_XP, _X + "_extract_sections", 19, (("section", "name"),)),
+    "xml_unknown_tag": Locator(_XP, _X + "_extract_sections", 21, (("tag", "name"),)),
+    "xml_multiple_commands": Locator(_XP, _X + "_extract_sections", 25,
+                                     (("tag_count", "count"),)),
+    "xml_multiple_section": Locator(_XP, _X + "_extract_sections", 26,
+                                    (("section_name", "name"),)),
+    "xml_section_order": Locator(_XP, _X + "_check_section_order", 9, (
+        ("actual_str", "found"), ("expected_str", "expected"))),
+    "xml_bad_duration": Locator(_XP, _X + "_parse_xml_commands", 2, (
+        ("i + 1", "n"), ("duration_match.group(1)", "value"))),
+    "xml_no_duration": Locator(_XP, _X + "_parse_xml_commands", 3, (("i + 1", "n"),)),
+    "xml_missing_newline": Locator(_XP, _X + "_parse_xml_commands", 5, (("i + 1", "n"),)),
+    "xml_entity": Locator(_XP, _X + "_parse_xml_commands", 16, (
+        ("entity", "entity"), ("char", "char"))),
+    "xml_crlf": Locator(_XP, _X + "_parse_xml_commands", 18),
+    "xml_attr_unquoted": Locator(_XP, _X + "_check_attribute_issues", 1, (
+        ("command_num", "n"), ("attr_name", "name"), ("attr_value", "value"))),
+    "xml_attr_single": Locator(_XP, _X + "_check_attribute_issues", 3, (
+        ("command_num", "n"), ("attr_name", "name"), ("attr_value", "value"))),
+    "xml_attr_unknown": Locator(_XP, _X + "_check_attribute_issues", 6, (
+        ("command_num", "n"), ("attr_name", "name"),
+        ("', '.join(sorted(known_attributes))", "known"))),
 }
 
 

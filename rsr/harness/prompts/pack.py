@@ -89,6 +89,27 @@ MESSAGE_KEYS: dict[str, tuple[str, ...]] = {
     "auto_corrected": ("fix",),
     "json_fix_brace": (),
     "json_fix_mixed": (),
+    # XML parser
+    "xml_no_response": (),
+    "xml_commands_empty": (),
+    "xml_missing_commands": (),
+    "xml_extra_before": (),
+    "xml_extra_after": (),
+    "xml_multiple_responses": ("count",),
+    "xml_missing_section": ("name",),
+    "xml_unknown_tag": ("name",),
+    "xml_multiple_commands": ("count",),
+    "xml_multiple_section": ("name",),
+    "xml_section_order": ("found", "expected"),
+    "xml_bad_duration": ("n", "value"),
+    "xml_no_duration": ("n",),
+    "xml_missing_newline": ("n",),
+    "xml_entity": ("entity", "char"),
+    "xml_crlf": (),
+    "xml_attr_unquoted": ("n", "name", "value"),
+    "xml_attr_single": ("n", "name", "value"),
+    "xml_attr_unknown": ("n", "name", "known"),
+    "xml_fix_response": (),
 }
 
 KEYS: dict[str, tuple[str, ...]] = {**FILE_KEYS, **MESSAGE_KEYS}

@@ -1,0 +1,89 @@
+"""The scripted conversations of the Terminus 2 differential test (one per behaviour)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from loopback_openai import Turn, context_length_error
+from parity import Scenario
+
+HELLO = "echo 'Hello, world!' > /app/hello.txt\n"
+
+
+def reply(*commands: str | tuple[str, float], complete: bool = False, **fields: Any) -> str:
+    cmds = [{"keystrokes": c, "duration": 0.5} if isinstance(c, str)
+            else {"keystrokes": c[0], "duration": c[1]} for c in commands]
+    return json.dumps({"analysis": "a", "plan": "p", "commands": cmds,
+                       "task_complete": complete, **fields})
+
+
+def xml_reply(*commands: str, complete: str | None = None, analysis: str | None = "a",
+              plan: str | None = "p") -> str:
+    parts = ["<response>"]
+    if analysis is not None:
+        parts.append(f"<analysis>{analysis}</analysis>")
+    if plan is not None:
+        parts.append(f"<plan>{plan}</plan>")
+    parts.append("<commands>" + "".join(f'<keystrokes duration="0.5">{c}</keystrokes>'
+                                        for c in commands) + "</commands>")
+    if complete is not None:
+        parts.append(f"<task_complete>{complete}</task_complete>")
+    parts.append("</response>")
+    return "\n".join(parts)
+
+
+DONE = Turn(reply(complete=True))
+
+SCENARIOS: list[Scenario] = [
+    Scenario("plain", [Turn(reply(HELLO, "cat /app/hello.txt\n")), DONE, DONE]),
+    Scenario("parse-error", [
+        Turn("I will write the file now, no JSON needed."),
+        Turn('{"plan": "p", "analysis": "a", "commands": [{"keystrokes": "echo \'Hello, '
+             'world!\' > /app/hello.txt"}, {"keystrokes": "ls\\n", "duration": "soon", '
+             '"note": 1}]} and some trailing words'),
+        Turn(reply(("", 0.2), complete=False) + "\n{}"),
+        DONE, DONE]),
+    Scenario("truncated", [
+        # Cut off inside the command list: an error; neither command may run.
+        Turn('{"analysis": "a", "plan": "p", "commands": [{"keystrokes": "echo \'Hello, '
+             'world!\' > /app/hello.txt\\n", "duration": 0.5}, {"keystrokes": "rm -rf /app'
+             '\\n", "duration": 0.5'),
+        # Only the final brace missing: repaired (with a warning) and run.
+        Turn(reply(HELLO)[:-1]),
+        DONE, DONE]),
+    Scenario("long-output", [
+        Turn(reply(("seq 1 1500\n", 1.0))),
+        Turn(reply(("seq 1 2500\n", 1.0))),
+        Turn(reply(("seq 1 7500\n", 2.0))),
+        Turn(reply(HELLO)), DONE, DONE]),
+    Scenario("double-confirm", [
+        Turn(reply(("echo 'Goodbye' > /app/hello.txt\n", 0.5), complete=True)),
+        Turn(reply(HELLO, complete=False)),   # withdrawn: the next completion asks again
+        Turn(reply(complete=True)),
+        Turn(reply("cat /app/hello.txt\n", complete=True))]),
+    Scenario("output-length", [
+        Turn(reply(HELLO)[:60], finish_reason="length"),
+        Turn(reply(HELLO)), DONE, DONE]),
+    Scenario("context-error", [
+        Turn(reply(("ls /usr/bin | head -50\n", 0.5))),
+        context_length_error(),
+        Turn("So far: listed /usr/bin; /app/hello.txt is not written yet."),
+        Turn("1. Is /app/hello.txt there?\n2. Which shell?"),
+        Turn("1. No.\n2. bash."),
+        Turn(reply(HELLO)), DONE, DONE]),
+    Scenario("agent-timeout", [Turn(reply(("sleep 40\n", 30.0))), Turn(reply(HELLO)), DONE],
+             toml={"[agent]\ntimeout_sec = 300": "[agent]\ntimeout_sec = 8"}),
+    Scenario("shell-exit", [Turn(reply(HELLO, "exit\n")), Turn(reply("ls\n")), DONE]),
+]
+
+XML_SCENARIOS: list[Scenario] = [
+    Scenario("xml", [
+        Turn(xml_reply("echo '&lt;ok&gt;'\n", analysis=None)),
+        Turn(xml_reply("cat /app/hello.txt\n") + "\n<response><analysis>b</analysis>"
+             "</response>"),
+        Turn(xml_reply(HELLO, complete="")),
+        Turn(xml_reply(complete="true")),
+        Turn(xml_reply(complete="true"))],
+        harbor_kwargs={"parser_name": "xml"}, rsr_args={"reply_format": "xml"}),
+]
