@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ModelOutput
 
@@ -35,8 +37,28 @@ def is_overflow_error(error: BaseException) -> bool:
 
 
 def estimate_tokens(messages: list[ChatMessage]) -> int:
-    """Rough count (4 characters a token), the loop's measure of context use."""
+    """Rough count (4 characters a token), when no tokenizer is available."""
     return sum(len(m.text) // 4 + 4 for m in messages)
+
+
+@cache
+def _cl100k() -> Any | None:
+    try:
+        import tiktoken
+
+        return tiktoken.get_encoding("cl100k_base")
+    except Exception:  # not installed, or not cached and offline (the download fails fast)
+        return None
+
+
+def count_tokens(messages: list[ChatMessage]) -> int:
+    """The conversation's size as the reference measures it (LiteLLM's count for OpenAI-style
+    models: cl100k tokens, 4 per message for role and framing, 3 for the reply's start);
+    4 characters a token when tiktoken's cl100k is unavailable."""
+    encoding = _cl100k()
+    if encoding is None:
+        return estimate_tokens(messages)
+    return 3 + sum(4 + len(encoding.encode(m.text, disallowed_special=())) for m in messages)
 
 
 Generate = Callable[[list[ChatMessage]], Awaitable[ModelOutput]]

@@ -29,6 +29,7 @@ from rsr.harness.terminus2 import (
     TerminalHarness,
     Terminus2Config,
     WaitMode,
+    parse_fixes,
 )
 
 
@@ -165,6 +166,8 @@ def rsrt(
     wait_mode: WaitMode = "fixed",
     observation_limit: int = OBSERVATION_LIMIT,
     agent_timeout_sec: float | None = None,
+    prompts: str = "rsr",
+    fixes: str | list[str] | None = None,
 ) -> Agent:
     """Terminus 2 with hidden verification in a sandbox copy and reflection on failure.
 
@@ -180,12 +183,14 @@ def rsrt(
         wait_mode: "fixed" or "adaptive" waiting after each command. Recorded.
         observation_limit: Bytes of terminal output kept per observation (head and tail).
         agent_timeout_sec: Hard time limit overriding budget_minutes (tests, debugging).
+        prompts: Prompt pack of the shared Terminus 2 loop (rsr, harbor or a directory).
+        fixes: Reference quirks to correct (see rsr/terminus2); none = parity mode.
     """
     config = Terminus2Config(
         max_episodes=max_episodes, temperature=temperature, reply_format=reply_format,
         context_window=context_window, summarise_free_tokens=summarise_free_tokens,
         wait_mode=wait_mode, observation_limit=observation_limit,
-        agent_timeout_sec=agent_timeout_sec)
+        agent_timeout_sec=agent_timeout_sec, prompts=prompts, fixes=parse_fixes(fixes))
 
     async def execute(state: AgentState) -> AgentState:
         return await RSRTHarness(config, max_reflections, budget_minutes)(state)

@@ -26,6 +26,7 @@ from rsr.harness.terminus2 import (
     TerminalHarness,
     Terminus2Config,
     WaitMode,
+    parse_fixes,
 )
 
 State = Literal["understand", "plan", "act", "verify", "done"]
@@ -149,6 +150,8 @@ def statem(
     wait_mode: WaitMode = "fixed",
     observation_limit: int = OBSERVATION_LIMIT,
     agent_timeout_sec: float | None = None,
+    prompts: str = "rsr",
+    fixes: str | list[str] | None = None,
 ) -> Agent:
     """Terminal harness with a persistent, checked workflow state machine.
 
@@ -161,12 +164,14 @@ def statem(
         wait_mode: "fixed" or "adaptive" waiting after each command. Recorded.
         observation_limit: Bytes of terminal output kept per observation (head and tail).
         agent_timeout_sec: Override of the task's agent timeout (invalid for leaderboards).
+        prompts: Prompt pack of the shared Terminus 2 loop (rsr, harbor or a directory).
+        fixes: Reference quirks to correct (see rsr/terminus2); none = parity mode.
     """
     config = Terminus2Config(
         max_episodes=max_episodes, temperature=temperature, reply_format=reply_format,
         context_window=context_window, summarise_free_tokens=summarise_free_tokens,
         wait_mode=wait_mode, observation_limit=observation_limit,
-        agent_timeout_sec=agent_timeout_sec)
+        agent_timeout_sec=agent_timeout_sec, prompts=prompts, fixes=parse_fixes(fixes))
 
     async def execute(state: AgentState) -> AgentState:
         return await StateMHarness(config)(state)

@@ -34,7 +34,7 @@ from rsr.errors import RsrError
 from rsr.harness import prompts
 from rsr.harness.context import (
     ContextOverflowError,
-    estimate_tokens,
+    count_tokens,
     is_overflow_error,
     summarise,
 )
@@ -412,9 +412,8 @@ class TerminalHarness:
         if complete and pending:
             message = await self.on_completed(terminal_output)
             if message is None:
-                # The reference records this last output too (it is never sent).
-                self._append(user_message(terminal_output, "observation", self.name,
-                                          turn=self.turn), context=False)
+                # Never sent, but the reference's trajectory shows it as the step's observation.
+                reply_message.metadata[PARSE_KEY]["final_observation"] = terminal_output  # type: ignore[index]
                 return None
             self.attempt_turns = 0
             return message, False
@@ -528,7 +527,7 @@ class TerminalHarness:
     # ------------------------------------------------------------------ context pressure
 
     def _used_tokens(self) -> int:
-        return estimate_tokens(self.context)
+        return count_tokens(self.context)
 
     async def _maybe_compact(self, prompt: ChatMessage) -> ChatMessage:
         """Before a call: summarise when the conversation leaves too little room (the pending

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ class Scenario:
     task: str = "hello-world"
     toml: dict[str, str] = field(default_factory=dict)
     """Text replacements in task.toml (both copies)."""
-    harbor_kwargs: dict[str, str] = field(default_factory=dict)
+    harbor_kwargs: dict[str, Any] = field(default_factory=dict)
     """Harbor agent kwargs (`--ak k=v`); the rsr equivalents go in `rsr_args`."""
     rsr_args: dict[str, Any] = field(default_factory=dict)
 
@@ -59,30 +59,42 @@ def _copy_task(scenario: Scenario, root: Path, for_harbor: bool) -> None:
     toml.write_text(text)
 
 
-def make_datasets(scenarios: list[Scenario], workdir: Path) -> tuple[Path, Path]:
-    harbor, rsr = workdir / "harbor-ds", workdir / "rsr-ds"
-    for scenario in scenarios:
-        _copy_task(scenario, harbor, for_harbor=True)
-        _copy_task(scenario, rsr, for_harbor=False)
-    return harbor, rsr
-
-
-def run_harbor(venv: Path, dataset: Path, server: LoopbackOpenAI, jobs: Path,
-               kwargs: dict[str, str], concurrency: int = 4, timeout: int = 900) -> Path:
-    """One Harbor job over every scenario; returns the job directory."""
-    env = {**os.environ, "OPENAI_API_KEY": "loopback-dummy",
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+def _harbor_args(venv: Path, dataset: Path, server: LoopbackOpenAI, jobs: Path,
+                 kwargs: dict[str, Any], concurrency: int) -> list[str]:
     args = [str(venv / "bin" / "harbor"), "run", "-p", str(dataset), "--agent", "terminus-2",
             "-m", f"openai/{MODEL}", "--ak", f"api_base={server.base_url}",
             "--ak", "record_terminal_session=false", "-n", str(concurrency), "-o", str(jobs),
             "-y", "-q"]
     for key, value in kwargs.items():
-        args += ["--ak", f"{key}={value}"]
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise AssertionError(f"harbor run failed ({done.returncode}):\n{done.stdout[-3000:]}\n"
-                             f"{done.stderr[-3000:]}")
-    return max(jobs.iterdir(), key=lambda p: p.stat().st_mtime)
+        args += ["--ak", f"{key}={value if isinstance(value, str) else json.dumps(value)}"]
+    return args
+
+
+def run_harbor(venv: Path, scenarios: list[Scenario], server: LoopbackOpenAI, workdir: Path,
+               concurrency: int = 4, timeout: int = 900) -> dict[str, dict[str, Any]]:
+    """Harbor's Terminus 2 on every scenario: one job per distinct agent configuration, the
+    jobs side by side. Returns each scenario's trial (see `harbor_trials`)."""
+    env = {**os.environ, "OPENAI_API_KEY": "loopback-dummy",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    groups: dict[str, list[Scenario]] = {}
+    for scenario in scenarios:
+        groups.setdefault(json.dumps(scenario.harbor_kwargs, sort_keys=True), []).append(scenario)
+    running = []
+    for n, (key, group) in enumerate(groups.items()):
+        dataset = workdir / f"harbor-ds-{n}"
+        for scenario in group:
+            _copy_task(scenario, dataset, for_harbor=True)
+        jobs = workdir / f"harbor-jobs-{n}"
+        args = _harbor_args(venv, dataset, server, jobs, json.loads(key), concurrency)
+        running.append((jobs, subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
+                                               stderr=subprocess.STDOUT, text=True)))
+    trials: dict[str, dict[str, Any]] = {}
+    for jobs, process in running:
+        out, _ = process.communicate(timeout=timeout)
+        if process.returncode != 0:
+            raise AssertionError(f"harbor run failed ({process.returncode}):\n{out[-4000:]}")
+        trials.update(harbor_trials(max(jobs.iterdir(), key=lambda p: p.stat().st_mtime)))
+    return trials
 
 
 def harbor_trials(job: Path) -> dict[str, dict[str, Any]]:
@@ -100,9 +112,17 @@ def harbor_trials(job: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-def run_rsr(dataset: Path, server: LoopbackOpenAI, scenarios: list[Scenario], prompts: str,
-            log_dir: Path, agent: Callable[..., Any] | None = None) -> dict[str, Any]:
-    """rsr/terminus2 on every scenario through Inspect's OpenAI-compatible provider."""
+def renamed(scenario: Scenario, suffix: str) -> Scenario:
+    """The same conversation under another tag, so that runs sharing the server stay apart."""
+    return replace(scenario, name=f"{scenario.name}.{suffix}")
+
+
+def run_rsr(scenarios: list[Scenario], server: LoopbackOpenAI, workdir: Path,
+            packs: dict[str, str], agent: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """rsr/terminus2 on every scenario once per prompt pack, in one `inspect eval` (one task
+    per pack and harness configuration), through Inspect's OpenAI-compatible provider.
+    `packs` maps a name suffix to a pack (`{"rsr": "harbor", "rsr-words": "rsr"}`); the
+    samples come back keyed by `<scenario>.<suffix>`."""
     from inspect_ai import eval as inspect_eval
     from inspect_ai.agent import as_solver
 
@@ -110,23 +130,24 @@ def run_rsr(dataset: Path, server: LoopbackOpenAI, scenarios: list[Scenario], pr
     from rsr.suites.inspect_tasks import tasks_task
 
     os.environ["LOOPBACK_API_KEY"] = "loopback-dummy"
-    os.environ["LOOPBACK_BASE_URL"] = server.base_url
-    samples: dict[str, Any] = {}
-    # Scenarios with their own harness arguments run as their own eval; the rest share one.
-    groups: dict[str, list[Scenario]] = {}
-    for scenario in scenarios:
-        groups.setdefault(json.dumps(scenario.rsr_args, sort_keys=True), []).append(scenario)
-    for key, group in groups.items():
-        make = agent or terminus2
-        solver = as_solver(make(prompts=prompts, **json.loads(key)))
-        logs = inspect_eval(
-            tasks_task("core", dataset, [s.name for s in group], None), solver=solver,
-            model=f"openai-api/loopback/{MODEL}", display="none", log_dir=str(log_dir),
-            log_format="eval", fail_on_error=False, max_retries=0, timeout=60,
-            model_base_url=server.base_url)
-        for sample in logs[0].samples or []:
-            samples[str(sample.id)] = sample
-    return samples
+    make = agent or terminus2
+    root = workdir / "rsr-ds"
+    tasks = []
+    for suffix, pack in packs.items():
+        groups: dict[str, list[Scenario]] = {}
+        for scenario in scenarios:
+            groups.setdefault(json.dumps(scenario.rsr_args, sort_keys=True), []).append(
+                renamed(scenario, suffix))
+        for key, group in groups.items():
+            for scenario in group:
+                _copy_task(scenario, root, for_harbor=False)
+            solver = as_solver(make(prompts=pack, **json.loads(key)))
+            tasks.append(tasks_task("core", root, [s.name for s in group], None, solver))
+    logs = inspect_eval(tasks, model=f"openai-api/loopback/{MODEL}",
+                        model_base_url=server.base_url, display="none",
+                        log_dir=str(workdir / "logs"), log_format="eval", fail_on_error=False,
+                        max_retries=0, timeout=60, max_tasks=len(tasks))
+    return {str(sample.id): sample for log in logs for sample in log.samples or []}
 
 
 # ---------------------------------------------------------------- comparison
@@ -136,7 +157,11 @@ _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d
 _CONTAINER = re.compile(r"\b[0-9a-f]{12}\b")
 
 
+_TAG = re.compile(r"\[scenario: ([A-Za-z0-9_-]+)[A-Za-z0-9_.-]*\]")
+
+
 def normalise(text: str) -> str:
+    text = _TAG.sub(r"[scenario: \1]", text)
     text = _PROMPT_HOST.sub(r"\1@HOST:", text)
     text = _TIMESTAMP.sub("TIMESTAMP", text)
     return _CONTAINER.sub("CONTAINER", text)
@@ -154,12 +179,17 @@ def conversation(requests: list[dict[str, Any]]) -> list[list[tuple[str, str]]]:
             for r in requests]
 
 
+def terminal_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "@HOST:" in line]
+
+
 def first_difference(reference: list[dict[str, Any]], ours: list[dict[str, Any]],
                      same_template: bool = True) -> str | None:
     """None when the request sequences match; else a description of the first difference.
 
-    With `same_template=False` (prompts=rsr against Harbor's words) only the structure is
-    compared: request count, roles, and every assistant message verbatim.
+    With `same_template=False` (prompts=rsr against Harbor's words) the words may differ but
+    nothing else: the request count, the roles, every assistant message verbatim, and every
+    terminal line (a line with the shell prompt) of every user message.
     """
     a, b = conversation(reference), conversation(ours)
     for i in range(max(len(a), len(b))):
@@ -173,6 +203,10 @@ def first_difference(reference: list[dict[str, Any]], ours: list[dict[str, Any]]
             (ra, ca), (rb, cb) = a[i][j], b[i][j]
             if ra != rb:
                 return f"request {i} message {j}: role {ra!r} (Harbor) vs {rb!r} (rsr)"
+            if not same_template and ra == "user" and terminal_lines(ca) != terminal_lines(cb):
+                return (f"request {i} message {j}: the terminal lines differ:\n"
+                        f"  Harbor: {terminal_lines(ca)!r:.1500}\n"
+                        f"  rsr:    {terminal_lines(cb)!r:.1500}")
             if (same_template or ra == "assistant") and ca != cb:
                 k = next((n for n in range(min(len(ca), len(cb))) if ca[n] != cb[n]),
                          min(len(ca), len(cb)))

@@ -77,6 +77,18 @@ SCENARIOS: list[Scenario] = [
     Scenario("shell-exit", [Turn(reply(HELLO, "exit\n")), Turn(reply("ls\n")), DONE]),
 ]
 
+SCENARIOS.append(Scenario(
+    "summarise", [
+        Turn(reply(("seq 1 2000\n", 1.0))),   # ~5,000 tokens: free context drops below 8,000
+        Turn(reply(HELLO)),
+        Turn("Summary: printed 1..2000; writing /app/hello.txt next."),
+        Turn("1. Was the file written?\n2. Any errors?"),
+        Turn("1. The echo ran.\n2. None."),
+        DONE, DONE],
+    harbor_kwargs={"model_info": {"max_input_tokens": 10_000, "max_output_tokens": 2_000,
+                                  "input_cost_per_token": 0, "output_cost_per_token": 0}},
+    rsr_args={"context_window": 10_000}))
+
 XML_SCENARIOS: list[Scenario] = [
     Scenario("xml", [
         Turn(xml_reply("echo '&lt;ok&gt;'\n", analysis=None)),

@@ -19,6 +19,7 @@ from inspect_ai.solver import SolverSpec
 
 from rsr.harness import prompts
 from rsr.harness.control import turn_meta
+from rsr.harness.prompts.pack import prompt_pack
 from rsr.harness.terminus2 import STORE_RESULT, STORE_SETTINGS, terminus2
 
 pytestmark = pytest.mark.docker
@@ -62,8 +63,10 @@ def test_terminus2_recovers_from_parse_errors_and_autocorrects():
     ])
     assert kinds(sample)[:5] == ["first_prompt", "invalid_reply", "parse_error", "reply",
                                  "observation"]
-    assert "No JSON object found" in sample.messages[2].text
-    assert "Auto-corrected" in sample.messages[4].text
+    words = prompt_pack("rsr")
+    assert words.render("json_no_json") in sample.messages[2].text
+    assert words.render("auto_corrected", fix=words.render("json_fix_brace")) in \
+        sample.messages[4].text
     assert passed(sample) == 1.0
 
 
@@ -119,7 +122,7 @@ def _summarising_model(turns: list[str], overflow_over: int | None = None):
         last = messages[-1].text
         if "hand-over summary" in last:
             text = "I wrote nothing yet; /app exists. Next: write /app/hello.txt."
-        elif "list up to five questions" in last:
+        elif "at least five questions" in last:
             text = "1. Does /app/hello.txt exist yet?"
         elif "operator who takes over" in last:
             text = "1. No, it does not exist yet."
@@ -131,24 +134,30 @@ def _summarising_model(turns: list[str], overflow_over: int | None = None):
 
 
 def test_terminus2_summarises_and_hands_off_under_small_context():
-    # The first prompt is ~650 tokens; a long listing pushes free context under 250 tokens.
-    turns = [reply(("ls -la /\n", 0.5)), reply(WRITE_HELLO), reply(complete=True),
+    # A long listing pushes free context under the threshold: summary, questions, answers.
+    turns = [reply(("ls -la /usr/bin\n", 0.5)), reply(WRITE_HELLO), reply(complete=True),
              reply(complete=True)]
-    sample = run(terminus2(wait_mode="adaptive", context_window=1100,
-                           summarise_free_tokens=250), _summarising_model(turns))
+    sample = run(terminus2(wait_mode="adaptive", context_window=4000,
+                           summarise_free_tokens=1500), _summarising_model(turns))
     found = kinds(sample)
-    assert "handoff" in found and "summary" in found and "answers" in found
+    assert {"summary", "questions", "answers", "handoff"} <= set(found)
+    # As in the reference: the summary reaches the successor inside the questions prompt,
+    # the answers inside the hand-off, each as its own message.
+    questions = sample.messages[found.index("questions_request")]
+    assert "I wrote nothing yet" in questions.text
     handoff = sample.messages[found.index("handoff")]
-    assert "I wrote nothing yet" in handoff.text and "Does /app/hello.txt" in handoff.text
-    assert sample.store[STORE_RESULT]["compactions"]
+    assert "No, it does not exist yet" in handoff.text and "I wrote nothing" not in handoff.text
+    assert sample.store[STORE_RESULT]["compactions"][0]["level"] == "summary"
     assert passed(sample) == 1.0
 
 
 def test_terminus2_degrades_on_context_length_errors_instead_of_failing():
     turns = [reply(("ls /usr/bin\n", 0.5)), reply(WRITE_HELLO), reply(complete=True),
              reply(complete=True)]
-    # The first prompt fits; the first observation (a long listing) overflows the context.
-    sample = run(terminus2(wait_mode="adaptive"), _summarising_model(turns, 9000))
+    # The first prompt fits; the first observation (a long listing) overflows the context,
+    # which is unwound to the first prompt before the summary is asked for.
+    sample = run(terminus2(wait_mode="adaptive", context_window=2250, summarise_free_tokens=0),
+                 _summarising_model(turns, 9000))
     assert sample.error is None
     compactions = sample.store[STORE_RESULT]["compactions"]
     assert compactions and "context-length error" in compactions[0]["reason"]

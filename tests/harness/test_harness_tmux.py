@@ -11,7 +11,6 @@ from harness_scripted import CORE
 from rsr.harness.container import DockerContainerSandbox
 from rsr.harness.tmux import (
     ONE_EXEC_MAX_CHARS,
-    READ_KEEP_LINES,
     SEND_CHUNK_CHARS,
     TmuxSession,
 )
@@ -101,13 +100,48 @@ async def test_tmux_long_input_arrives_intact(session):
     assert f"{len(payload) + 1}" in await session.read_new()
 
 
-async def test_tmux_huge_output_comes_back_as_head_and_tail(session):
-    await session.send_keys("seq 1 50000\n")
+async def test_tmux_read_new_returns_every_line_of_a_long_output(session):
+    # The old 500+500-line pre-cut hid the middle of 1,000-2,000-line outputs.
+    await session.send_keys("seq 1 1800\n")
     await session.wait(15, adaptive=True)
-    out = await session.read_new()
-    lines = out.splitlines()
-    assert lines[1] == "1" and lines[-2] == "50000"
-    assert "lines omitted" in out and len(lines) < 2 * READ_KEEP_LINES + 5
+    lines = (await session.read_new()).splitlines()
+    assert lines[1:1801] == [str(n) for n in range(1, 1801)]
+
+
+async def _history_limit(tmux: TmuxSession) -> int:
+    out = await tmux.sbx.exec(["tmux", "display-message", "-p", "-t", tmux.name,
+                               "#{history_limit}"])
+    return int(out.stdout.strip())
+
+
+async def test_tmux_pane_keeps_tmux_default_history_in_parity_mode(container, session):
+    # The reference sets history-limit after its pane exists: the pane keeps 2,000 lines.
+    assert await _history_limit(session) == 2000
+    fixed = TmuxSession(DockerContainerSandbox(container, "/app"),
+                        name=f"f{uuid.uuid4().hex[:6]}", cwd="/app", history_before_start=True)
+    await fixed.start()
+    try:
+        assert await _history_limit(fixed) == fixed.history_limit == 10_000_000
+    finally:
+        await fixed.sbx.exec(["tmux", "kill-session", "-t", fixed.name])
+
+
+async def test_tmux_incremental_output_frames_and_finds_new_output_as_the_reference(container):
+    tmux = TmuxSession(DockerContainerSandbox(container, "/app"),
+                       name=f"i{uuid.uuid4().hex[:6]}", cwd="/app")
+    await tmux.start()
+    try:
+        kind, first = await tmux.incremental_output()
+        assert kind == "screen" and len(first.split("\n")) == tmux.height + 1  # blank rows kept
+        await tmux.send_keys("echo inc-marker\n")
+        await tmux.wait(5, adaptive=True)
+        kind, new = await tmux.incremental_output()
+        # New output starts on the line the previous capture ended with (the old prompt).
+        assert kind == "new" and new.lstrip("\n").split("\n")[0].endswith("# echo inc-marker")
+        kind, again = await tmux.incremental_output()
+        assert kind == "new" and "inc-marker" not in again  # only the prompt line is new
+    finally:
+        await tmux.sbx.exec(["tmux", "kill-session", "-t", tmux.name])
 
 
 async def test_tmux_very_long_input_is_sent_in_several_execs(session):

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from harness_scripted import WRITE_HELLO, output, reply, run
+from harness_scripted import CORE, WRITE_HELLO, output, reply, run
 from inspect_ai.model import ChatMessageUser
 
 from rsr.cli.main import main
 from rsr.harness import prompts
 from rsr.harness.control import assistant_message, user_message
+from rsr.harness.prompts.pack import prompt_pack
 from rsr.harness.statem import statem
-from rsr.harness.terminus2 import TerminalHarness, Terminus2Config
 from rsr.trajectories.atif import ATIF_VERSION, Trajectory
 from rsr.trajectories.messages import public_messages
 from rsr.trajectories.redact import REDACTED, environment_secrets, redact
@@ -47,7 +47,15 @@ def test_trajectories_export_atif_and_messages_without_secrets(tmp_path, monkeyp
     assert len(agent_steps) == 7
     assert agent_steps[0].extra["rsr_kind"] == "invalid_reply"
     act = agent_steps[3]
-    assert act.tool_calls[0].function_name == "send_keys"
+    assert act.tool_calls[0].function_name == "bash_command"
+    assert act.tool_calls[0].tool_call_id == "call_3_1"  # Harbor's call_<episode>_<n>
+    assert act.observation.results[0].source_call_id == "call_3_1"
+    assert act.message == "Analysis: a\nPlan: p" and act.extra["task_complete"] is False
+    for step in agent_steps:  # every extra key the exporter means to write is there
+        assert {"rsr_kind", "rsr_control", "rsr_turn", "task_complete", "rsr_parse_warnings",
+                "rsr_parse_error", "observation_kind", "observation_control"} <= set(step.extra)
+    assert agent_steps[0].extra["rsr_parse_error"] and agent_steps[0].tool_calls is None
+    assert agent_steps[-1].tool_calls[-1].function_name == "mark_task_complete"
     assert act.tool_calls[0].arguments["keystrokes"] == WRITE_HELLO
     assert act.metrics.prompt_tokens == 200 and "timing" in act.metrics.extra
     assert "hello.txt" in act.observation.results[0].content
@@ -63,11 +71,11 @@ def test_trajectories_export_atif_and_messages_without_secrets(tmp_path, monkeyp
     roles = [m["role"] for m in messages]
     assert roles == ["user", "assistant"] * 6  # ends with the confirming reply
     # The first message is exactly the plain Terminus 2 prompt: no StateM section or display.
-    harness = TerminalHarness(Terminus2Config(wait_mode="adaptive"))
-    harness.instruction = sample.messages[0].text.split("Your task:\n")[1].split(
-        "\n\nCurrent terminal state:")[0]
+    instruction = (CORE / "hello-world" / "instruction.md").read_text()
     screen = messages[0]["content"].split("Current terminal state:\n")[1]
-    assert messages[0]["content"] == harness._first_prompt(screen, "")
+    assert messages[0]["content"] == prompt_pack("rsr").render(
+        "first_json", instruction=instruction, terminal_state=screen)
+    assert sample.messages[0].text.startswith(messages[0]["content"])
     public_text = json.dumps([m for m in messages if m["role"] == "user"])
     assert "[workflow]" not in public_text and "next_state" not in public_text
     assert "Are you sure?" not in public_text and "could not be used" not in public_text

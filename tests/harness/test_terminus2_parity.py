@@ -1,0 +1,165 @@
+"""The differential test: a model sees under rsr/terminus2 what it sees under Harbor's Terminus 2.
+
+The same scripted conversations (parity_scenarios.py) run through Harbor 0.26's Terminus 2
+(`harbor run --agent terminus-2`, LiteLLM pointed at a loopback server) and through
+rsr/terminus2 (`inspect eval`, Inspect's OpenAI-compatible provider pointed at the same
+server), with `prompts=harbor` (Harbor's words, read from the installed package) and with
+`prompts=rsr` (ours). Every request the server receives is recorded; the two sequences must be
+identical after normalising hostnames, container ids and timestamps (with rsr's wording:
+identical except for the template text). A failure prints the first differing message.
+
+Both sides count context tokens with cl100k (LiteLLM's bundled copy; tiktoken here would
+otherwise need a download), so the small-context scenario summarises at the same turn.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harbor_ref import harbor_home, harbor_site_packages
+from loopback_openai import LoopbackOpenAI
+from parity import Scenario, first_difference, renamed, run_harbor, run_rsr
+from parity_scenarios import SCENARIOS, XML_SCENARIOS
+
+pytestmark = pytest.mark.docker
+
+ALL = SCENARIOS + XML_SCENARIOS
+PACKS = {"rsr": "harbor", "rsr-words": "rsr"}
+
+
+@dataclass
+class ParityRun:
+    requests: dict[str, list[dict[str, Any]]]
+    harbor: dict[str, dict[str, Any]]
+    samples: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def parity(tmp_path_factory: pytest.TempPathFactory) -> ParityRun:
+    venv = harbor_home()
+    tokenizers = harbor_site_packages() / "litellm" / "litellm_core_utils" / "tokenizers"
+    saved = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(tokenizers)
+    work = tmp_path_factory.mktemp("parity")
+    copies: list[Scenario] = [*ALL, *(renamed(s, suffix) for s in ALL for suffix in PACKS)]
+    try:
+        with LoopbackOpenAI({s.name: s.turns for s in copies}) as server:
+            harbor = run_harbor(venv, ALL, server, work)
+            samples = run_rsr(ALL, server, work, PACKS)
+            requests = {name: rec.requests for name, rec in server.recordings.items()}
+            assert not server.unrouted, f"requests without a scenario tag: {server.unrouted[:1]}"
+    finally:
+        if saved is None:
+            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = saved
+    return ParityRun(requests, harbor, samples)
+
+
+def _reward(run: ParityRun, name: str) -> tuple[Any, Any]:
+    trial = run.harbor.get(name)
+    assert trial is not None, f"Harbor produced no trial for {name}"
+    harbor = ((trial["result"].get("verifier_result") or {}).get("rewards") or {}).get("reward")
+    sample = run.samples.get(f"{name}.rsr")
+    assert sample is not None and sample.error is None, \
+        f"rsr sample {name}: {sample.error.message if sample else 'missing'}"
+    assert sample.scores, f"rsr sample {name} was not scored"
+    return harbor, next(iter(sample.scores.values())).value["reward"]
+
+
+@pytest.mark.parametrize("name", [s.name for s in ALL])
+def test_terminus2_parity_sends_what_harbor_sends(parity: ParityRun, name: str):
+    ours = parity.requests[f"{name}.rsr"]
+    assert parity.requests[name], f"Harbor sent nothing for {name}"
+    difference = first_difference(parity.requests[name], ours)
+    assert difference is None, f"{name}: {difference}"
+    harbor, rsr = _reward(parity, name)
+    assert harbor == rsr, f"{name}: Harbor reward {harbor}, rsr reward {rsr}"
+
+
+@pytest.mark.parametrize("name", [s.name for s in ALL])
+def test_terminus2_parity_rsr_wording_changes_only_the_words(parity: ParityRun, name: str):
+    difference = first_difference(parity.requests[name], parity.requests[f"{name}.rsr-words"],
+                                  same_template=False)
+    assert difference is None, f"{name} (prompts=rsr): {difference}"
+    sample = parity.samples[f"{name}.rsr-words"]
+    assert sample.store["rsr_harness"]["prompt_pack"] == "rsr"
+
+
+def _user_texts(requests: list[dict[str, Any]]) -> list[str]:
+    return [str(r["messages"][-1]["content"]) for r in requests]
+
+
+def test_terminus2_parity_truncated_reply_is_never_partly_executed(parity: ParityRun):
+    for name in ("truncated", "truncated.rsr"):
+        texts = _user_texts(parity.requests[name])
+        # The reply cut off inside its command list is answered with a parse error alone...
+        assert "rm -rf /app" not in "".join(texts[1:]) and "parsing errors" in texts[1]
+        # ...and the one missing only its final brace ran, with the repair reported.
+        assert "AUTO-CORRECTED" in texts[2] and "Hello, world!" in texts[2]
+
+
+def test_terminus2_parity_reproduces_harbor_history_quirks(parity: ParityRun):
+    for name in ("long-output", "long-output.rsr"):
+        after_1500, after_2500, after_7500 = _user_texts(parity.requests[name])[1:4]
+        # 1,500 lines fit tmux's default 2,000-line pane history: all of them are shown
+        # (our old 500+500 line pre-cut hid the middle).
+        assert after_1500.startswith("New Terminal Output:") and "\n750\n" in after_1500
+        # Past 2,000 lines the previous capture no longer matches: only the screen is shown.
+        assert after_2500.startswith("Current Terminal Screen:") and "\n1500\n" not in after_2500
+        assert after_7500.startswith("Current Terminal Screen:")
+
+
+def test_terminus2_parity_summarises_with_harbor_handoff_structure(parity: ParityRun):
+    for name in ("summarise", "summarise.rsr"):
+        requests = parity.requests[name]
+        questions_call = requests[3]["messages"]
+        assert len(questions_call) == 1  # the questions come from a fresh context
+        after = requests[5]["messages"]
+        # [first prompt, questions prompt, questions, hand-off with the answers]
+        assert [m["role"] for m in after] == ["user", "user", "assistant", "user"]
+        assert after[2]["content"].startswith("1. Was the file written?")
+        assert "1. The echo ran." in after[3]["content"]
+
+
+def test_terminus2_parity_agent_timeout_and_shell_exit_end_the_run(parity: ParityRun):
+    for suffix in ("", ".rsr"):
+        assert len(parity.requests[f"agent-timeout{suffix}"]) == 1
+        assert len(parity.requests[f"shell-exit{suffix}"]) == 1
+    assert parity.samples["agent-timeout.rsr"].store["rsr_harness_result"]["end_reason"] == \
+        "agent_timeout"
+    assert parity.samples["shell-exit.rsr"].store["rsr_harness_result"]["end_reason"] == \
+        "shell_exited"
+
+
+def test_terminus2_parity_logs_record_pack_and_parity_mode(parity: ParityRun):
+    settings = parity.samples["plain.rsr"].store["rsr_harness"]
+    assert settings["prompt_pack"] == "harbor" and len(settings["prompt_pack_sha256"]) == 64
+    assert settings["parity_mode"] is True and settings["fixes"] == []
+    words = parity.samples["plain.rsr-words"].store["rsr_harness"]
+    assert words["prompt_pack_sha256"] != settings["prompt_pack_sha256"]
+
+
+def test_terminus2_parity_atif_matches_harbor_tool_call_shape(parity: ParityRun,
+                                                              tmp_path: Path):
+    from rsr.trajectories.atif import ATIF_VERSION, to_atif
+
+    harbor = parity.harbor["plain"]["trajectory"]
+    ours = to_atif(parity.samples["plain.rsr"]).model_dump(exclude_none=True)
+    assert ours["schema_version"] == harbor["schema_version"] == ATIF_VERSION
+
+    def calls(trajectory: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+        return [(c["tool_call_id"], c["function_name"], c["arguments"])
+                for step in trajectory["steps"] for c in step.get("tool_calls") or []]
+
+    assert calls(ours) == calls(harbor)
+    ours_obs = [[r.get("source_call_id") for r in (s.get("observation") or {}).get("results", [])]
+                for s in ours["steps"] if s["source"] == "agent"]
+    harbor_obs = [[r.get("source_call_id") for r in (s.get("observation") or {}).get("results",
+                                                                                   [])]
+                  for s in harbor["steps"] if s["source"] == "agent"]
+    assert ours_obs == harbor_obs
