@@ -73,8 +73,8 @@ def test_trajectories_export_atif_and_messages_without_secrets(tmp_path, monkeyp
     # The first message is exactly the plain Terminus 2 prompt: no StateM section or display.
     instruction = (CORE / "hello-world" / "instruction.md").read_text()
     screen = messages[0]["content"].split("Current terminal state:\n")[1]
-    assert messages[0]["content"] == prompt_pack("rsr").render(
-        "first_json", instruction=instruction, terminal_state=screen)
+    assert messages[0]["content"].rstrip() == prompt_pack("rsr").render(
+        "first_json", instruction=instruction, terminal_state=screen).rstrip()
     assert sample.messages[0].text.startswith(messages[0]["content"])
     public_text = json.dumps([m for m in messages if m["role"] == "user"])
     assert "[workflow]" not in public_text and "next_state" not in public_text
