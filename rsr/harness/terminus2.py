@@ -249,10 +249,12 @@ class TerminalHarness:
         self.instruction = _instruction(state.messages, self.metadata)
         self._model = get_model()
         self.deadline_sec = self.timeout_sec()
-        self.started = time.monotonic()
         settings = self.settings()
         store().set(STORE_SETTINGS, settings)
         transcript().info(settings, source=f"rsr/{self.name} settings")
+        # As in the reference, starting the terminal is setup: the agent timeout starts after it.
+        await self._setup()
+        self.started = time.monotonic()
         with anyio.move_on_after(self.deadline_sec or math.inf) as scope:
             try:
                 await self._run()
@@ -301,7 +303,7 @@ class TerminalHarness:
         extra = [p for p in (self.extra_instructions(), self.display()) if p]
         return ("\n\n".join([text, *extra]), extra) if extra else (text, [])
 
-    async def _run(self) -> None:
+    async def _setup(self) -> None:
         self._sbx = sandbox()
         how = await ensure_tmux(self._sbx, bool(self.metadata.get("allow_internet", False)),
                                 str(self.metadata.get("task_name", "")))
@@ -311,6 +313,9 @@ class TerminalHarness:
                                  user=_agent_user(self.metadata),
                                  history_before_start="history-limit" in self.config.fixes)
         await self._tmux.start()
+
+    async def _run(self) -> None:
+        assert self._tmux is not None
         terminal_state = await self._observe()
         first = self.words.render("first_xml" if self._xml else "first_json",
                                   instruction=self.instruction, terminal_state=terminal_state)

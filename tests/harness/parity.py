@@ -70,10 +70,31 @@ def _harbor_args(venv: Path, dataset: Path, server: LoopbackOpenAI, jobs: Path,
     return args
 
 
-def run_harbor(venv: Path, scenarios: list[Scenario], server: LoopbackOpenAI, workdir: Path,
-               concurrency: int = 4, timeout: int = 900) -> dict[str, dict[str, Any]]:
+@dataclass
+class HarborJobs:
+    running: list[tuple[Path, subprocess.Popen[str]]]
+
+    def kill(self) -> None:
+        for _, process in self.running:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+
+    def wait(self, timeout: int = 900) -> dict[str, dict[str, Any]]:
+        """Each scenario's trial (see `harbor_trials`), once every job has finished."""
+        trials: dict[str, dict[str, Any]] = {}
+        for jobs, process in self.running:
+            out, _ = process.communicate(timeout=timeout)
+            if process.returncode != 0:
+                raise AssertionError(f"harbor run failed ({process.returncode}):\n{out[-4000:]}")
+            trials.update(harbor_trials(max(jobs.iterdir(), key=lambda p: p.stat().st_mtime)))
+        return trials
+
+
+def start_harbor(venv: Path, scenarios: list[Scenario], server: LoopbackOpenAI, workdir: Path,
+                 concurrency: int = 4) -> HarborJobs:
     """Harbor's Terminus 2 on every scenario: one job per distinct agent configuration, the
-    jobs side by side. Returns each scenario's trial (see `harbor_trials`)."""
+    jobs side by side, in the background."""
     env = {**os.environ, "OPENAI_API_KEY": "loopback-dummy",
            "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     groups: dict[str, list[Scenario]] = {}
@@ -88,13 +109,12 @@ def run_harbor(venv: Path, scenarios: list[Scenario], server: LoopbackOpenAI, wo
         args = _harbor_args(venv, dataset, server, jobs, json.loads(key), concurrency)
         running.append((jobs, subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
                                                stderr=subprocess.STDOUT, text=True)))
-    trials: dict[str, dict[str, Any]] = {}
-    for jobs, process in running:
-        out, _ = process.communicate(timeout=timeout)
-        if process.returncode != 0:
-            raise AssertionError(f"harbor run failed ({process.returncode}):\n{out[-4000:]}")
-        trials.update(harbor_trials(max(jobs.iterdir(), key=lambda p: p.stat().st_mtime)))
-    return trials
+    return HarborJobs(running)
+
+
+def run_harbor(venv: Path, scenarios: list[Scenario], server: LoopbackOpenAI, workdir: Path,
+               concurrency: int = 4, timeout: int = 900) -> dict[str, dict[str, Any]]:
+    return start_harbor(venv, scenarios, server, workdir, concurrency).wait(timeout)
 
 
 def harbor_trials(job: Path) -> dict[str, dict[str, Any]]:
@@ -117,12 +137,21 @@ def renamed(scenario: Scenario, suffix: str) -> Scenario:
     return replace(scenario, name=f"{scenario.name}.{suffix}")
 
 
+@dataclass
+class Variant:
+    """One way to run rsr/terminus2 over the scenarios (a prompt pack, maybe fixes)."""
+
+    args: dict[str, Any]
+    only: tuple[str, ...] | None = None
+    """Scenario names to run (None: all)."""
+
+
 def run_rsr(scenarios: list[Scenario], server: LoopbackOpenAI, workdir: Path,
-            packs: dict[str, str], agent: Callable[..., Any] | None = None) -> dict[str, Any]:
-    """rsr/terminus2 on every scenario once per prompt pack, in one `inspect eval` (one task
-    per pack and harness configuration), through Inspect's OpenAI-compatible provider.
-    `packs` maps a name suffix to a pack (`{"rsr": "harbor", "rsr-words": "rsr"}`); the
-    samples come back keyed by `<scenario>.<suffix>`."""
+            variants: dict[str, Variant], agent: Callable[..., Any] | None = None
+            ) -> dict[str, Any]:
+    """rsr/terminus2 on the scenarios once per variant, in one `inspect eval` (one task per
+    variant and harness configuration), through Inspect's OpenAI-compatible provider. The
+    samples come back keyed by `<scenario>.<variant>`."""
     from inspect_ai import eval as inspect_eval
     from inspect_ai.agent import as_solver
 
@@ -133,15 +162,17 @@ def run_rsr(scenarios: list[Scenario], server: LoopbackOpenAI, workdir: Path,
     make = agent or terminus2
     root = workdir / "rsr-ds"
     tasks = []
-    for suffix, pack in packs.items():
+    for suffix, variant in variants.items():
         groups: dict[str, list[Scenario]] = {}
         for scenario in scenarios:
-            groups.setdefault(json.dumps(scenario.rsr_args, sort_keys=True), []).append(
-                renamed(scenario, suffix))
+            if variant.only is None or scenario.name in variant.only:
+                args = {**scenario.rsr_args, **variant.args}
+                groups.setdefault(json.dumps(args, sort_keys=True), []).append(
+                    renamed(scenario, suffix))
         for key, group in groups.items():
             for scenario in group:
                 _copy_task(scenario, root, for_harbor=False)
-            solver = as_solver(make(prompts=pack, **json.loads(key)))
+            solver = as_solver(make(**json.loads(key)))
             tasks.append(tasks_task("core", root, [s.name for s in group], None, solver))
     logs = inspect_eval(tasks, model=f"openai-api/loopback/{MODEL}",
                         model_base_url=server.base_url, display="none",

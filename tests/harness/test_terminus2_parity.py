@@ -22,13 +22,18 @@ from typing import Any
 import pytest
 from harbor_ref import harbor_home, harbor_site_packages
 from loopback_openai import LoopbackOpenAI
-from parity import Scenario, first_difference, renamed, run_harbor, run_rsr
+from parity import Scenario, Variant, first_difference, renamed, run_rsr, start_harbor
 from parity_scenarios import SCENARIOS, XML_SCENARIOS
 
 pytestmark = pytest.mark.docker
 
 ALL = SCENARIOS + XML_SCENARIOS
-PACKS = {"rsr": "harbor", "rsr-words": "rsr"}
+VARIANTS = {
+    "rsr": Variant({"prompts": "harbor"}),
+    "rsr-words": Variant({"prompts": "rsr"}),
+    # Harbor's words with every quirk corrected, on the scenario that shows them.
+    "rsr-fixed": Variant({"prompts": "harbor", "fixes": "all"}, only=("long-output",)),
+}
 
 
 @dataclass
@@ -45,11 +50,17 @@ def parity(tmp_path_factory: pytest.TempPathFactory) -> ParityRun:
     saved = os.environ.get("TIKTOKEN_CACHE_DIR")
     os.environ["TIKTOKEN_CACHE_DIR"] = str(tokenizers)
     work = tmp_path_factory.mktemp("parity")
-    copies: list[Scenario] = [*ALL, *(renamed(s, suffix) for s in ALL for suffix in PACKS)]
+    copies: list[Scenario] = [*ALL, *(renamed(s, suffix) for s in ALL for suffix in VARIANTS)]
     try:
         with LoopbackOpenAI({s.name: s.turns for s in copies}) as server:
-            harbor = run_harbor(venv, ALL, server, work)
-            samples = run_rsr(ALL, server, work, PACKS)
+            # Both sides at once (each conversation has its own tag): Harbor in the background.
+            jobs = start_harbor(venv, ALL, server, work)
+            try:
+                samples = run_rsr(ALL, server, work, VARIANTS)
+            except BaseException:
+                jobs.kill()
+                raise
+            harbor = jobs.wait()
             requests = {name: rec.requests for name, rec in server.recordings.items()}
             assert not server.unrouted, f"requests without a scenario tag: {server.unrouted[:1]}"
     finally:
@@ -114,6 +125,18 @@ def test_terminus2_parity_reproduces_harbor_history_quirks(parity: ParityRun):
         assert after_7500.startswith("Current Terminal Screen:")
 
 
+def test_terminus2_fixes_show_what_the_quirks_hide_and_are_logged(parity: ParityRun):
+    after_1500, after_2500, after_7500 = _user_texts(parity.requests["long-output.rsr-fixed"])[1:4]
+    assert "\n750\n" in after_1500
+    for text, last in ((after_2500, 2500), (after_7500, 7500)):
+        # New output again, head and tail within the 10,000-byte cap (not the last screen).
+        assert text.startswith("New Terminal Output:") and "seq 1" in text
+        assert "\n1\n2\n" in text and f"\n{last}\n" in text and "interior bytes omitted" in text
+    settings = parity.samples["long-output.rsr-fixed"].store["rsr_harness"]
+    assert settings["parity_mode"] is False
+    assert settings["fixes"] == ["history-limit", "new-output", "cap-once"]
+
+
 def test_terminus2_parity_summarises_with_harbor_handoff_structure(parity: ParityRun):
     for name in ("summarise", "summarise.rsr"):
         requests = parity.requests[name]
@@ -163,3 +186,27 @@ def test_terminus2_parity_atif_matches_harbor_tool_call_shape(parity: ParityRun,
                                                                                    [])]
                   for s in harbor["steps"] if s["source"] == "agent"]
     assert ours_obs == harbor_obs
+
+
+def test_terminus2_parity_atif_keeps_summaries_as_sub_trajectories(parity: ParityRun):
+    from rsr.trajectories.atif import to_atif
+
+    harbor = parity.harbor["summarise"]["trajectory"]
+    ours = to_atif(parity.samples["summarise.rsr"])
+
+    def compactions(steps: list[dict[str, Any]]) -> list[int]:
+        return [len(s["observation"]["results"][0]["subagent_trajectory_ref"]) for s in steps
+                if s["source"] == "system"
+                and (s.get("extra") or {}).get("context_management", {}).get("type")
+                == "compaction"]
+
+    dumped = ours.model_dump(exclude_none=True)
+    assert compactions(dumped["steps"]) == compactions(harbor["steps"]) == [3]
+    embedded = {t.trajectory_id for t in ours.subagent_trajectories or []}
+    refs = {r["trajectory_id"] for s in dumped["steps"] if s["source"] == "system"
+            for r in s["observation"]["results"][0]["subagent_trajectory_ref"]}
+    assert refs == embedded and len(embedded) == 3
+    # The hand-off follows the compaction step as a user step, as in Harbor's trajectory.
+    index = next(i for i, s in enumerate(dumped["steps"]) if s["source"] == "system")
+    assert dumped["steps"][index + 1]["source"] == "user"
+    assert "1. The echo ran." in dumped["steps"][index + 1]["message"]
