@@ -65,7 +65,7 @@ FALLBACK_SCREEN_CHARS = 1_000
 WaitMode = Literal["fixed", "adaptive"]
 EndReason = Literal["completed", "max_episodes", "agent_timeout", "context_overflow",
                     "verified", "reflection_limit", "budget", "shell_exited"]
-Fix = Literal["history-limit", "new-output", "cap-once"]
+Fix = Literal["history-limit", "new-output", "cap-once", "keys"]
 FIXES: dict[str, str] = {
     "history-limit": "the pane keeps the configured history (the reference sets history-limit "
                      "after its pane exists, which keeps tmux's default 2,000 lines)",
@@ -73,7 +73,19 @@ FIXES: dict[str, str] = {
                   "capture's text (which loses output once the history scrolls)",
     "cap-once": "an observation is capped once with the true omitted count (the reference caps "
                 "output with warnings twice)",
+    "keys": "keystrokes are typed as written (the reference hands them to tmux as arguments, "
+            "which eats a trailing `;` as a command separator)",
 }
+
+
+def reference_keys(keystrokes: str) -> str:
+    """The keystrokes the reference's terminal receives: tmux reads an argument's trailing `;`
+    as a command separator (and a trailing `\\;` as a literal `;`)."""
+    if keystrokes.endswith("\\;"):
+        return keystrokes[:-2] + ";"
+    if keystrokes.endswith(";"):
+        return keystrokes[:-1]
+    return keystrokes
 
 _TEMPLATE_VERSION = prompts.PROMPT_VERSION
 
@@ -400,8 +412,10 @@ class TerminalHarness:
         # with a fixed wait, the pure sleep is what counts as waiting.
         wait_s = 0.0
         for command in result.commands if review.run_commands else []:
+            keys = command.keystrokes if "keys" in self.config.fixes \
+                else reference_keys(command.keystrokes)
             waited = await self._tmux.send_and_wait(
-                command.keystrokes, min(command.duration, MAX_DURATION),
+                keys, min(command.duration, MAX_DURATION),
                 adaptive=self.config.wait_mode == "adaptive")
             wait_s += waited.waited if self.config.wait_mode == "adaptive" \
                 else max(command.duration, 0.0)
@@ -726,7 +740,7 @@ def terminus2(
         prompts: Prompt pack: "rsr" (our wording), "harbor" (read from an installed Harbor)
             or a directory of templates. Logs record its name and sha256.
         fixes: Reference quirks to correct, comma-separated (history-limit, new-output,
-            cap-once) or "all"; none = parity mode. Recorded.
+            cap-once, keys) or "all"; none = parity mode. Recorded.
         keep_reasoning: Send earlier turns' reasoning back to the model (the reference
             drops it).
         private_guidance: Text the model sees before the conversation in every call but

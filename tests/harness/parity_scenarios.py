@@ -74,6 +74,9 @@ SCENARIOS: list[Scenario] = [
         Turn(reply(HELLO)), DONE, DONE]),
     Scenario("agent-timeout", [Turn(reply(("sleep 40\n", 30.0))), Turn(reply(HELLO)), DONE],
              toml={"[agent]\ntimeout_sec = 300": "[agent]\ntimeout_sec = 8"}),
+    # A trailing `;` is a tmux command separator in the reference: the shell never sees it.
+    Scenario("keys", [Turn(reply(("echo semi;", 0.3), ("\n", 0.5), ("echo lit\\;", 0.3),
+                                 ("\n", 0.5), HELLO)), DONE, DONE]),
     Scenario("shell-exit", [Turn(reply(HELLO, "exit\n")), Turn(reply("ls\n")), DONE]),
 ]
 

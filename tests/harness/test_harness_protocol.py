@@ -12,7 +12,7 @@ import pytest
 
 from rsr.harness.prompts.pack import KEYS, PromptPackError, prompt_pack
 from rsr.harness.protocol import StateMReply, parse_json, parse_reply, parse_xml, salvage_xml
-from rsr.harness.terminus2 import FIXES, cap_observation, parse_fixes
+from rsr.harness.terminus2 import FIXES, cap_observation, parse_fixes, reference_keys
 
 WORDS = prompt_pack("rsr")
 
@@ -141,9 +141,16 @@ def test_prompt_pack_rejects_an_unknown_name():
         prompt_pack("no-such-pack")
 
 
+def test_reference_keys_drop_a_trailing_semicolon_as_tmux_does():
+    assert reference_keys("echo a;") == "echo a"
+    assert reference_keys("echo a\\;") == "echo a;"
+    assert reference_keys("ls\n") == "ls\n" and reference_keys("C-c") == "C-c"
+
+
 def test_fixes_parse_names_and_all_and_reject_typos():
     assert parse_fixes("history-limit, new-output") == ["history-limit", "new-output"]
     assert parse_fixes("all") == list(FIXES) and parse_fixes(None) == []
+    assert set(FIXES) == {"history-limit", "new-output", "cap-once", "keys"}
     with pytest.raises(Exception, match="unknown histroy"):
         parse_fixes("histroy")
 
