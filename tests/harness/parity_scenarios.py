@@ -72,6 +72,16 @@ SCENARIOS: list[Scenario] = [
         Turn("1. Is /app/hello.txt there?\n2. Which shell?"),
         Turn("1. No.\n2. bash."),
         Turn(reply(HELLO)), DONE, DONE]),
+    # The full summary fails too: a short summary from the instruction and the screen.
+    Scenario("context-short", [
+        Turn(reply(("ls /usr/bin | head -50\n", 0.5))), context_length_error(),
+        context_length_error(), Turn("Write /app/hello.txt next."),
+        Turn(reply(HELLO)), DONE, DONE]),
+    # Everything fails: the bare instruction and screen, and a stand-in reply (a parse error).
+    Scenario("context-bare", [
+        Turn(reply(("ls /usr/bin | head -50\n", 0.5))), context_length_error(),
+        context_length_error(), context_length_error(), context_length_error(),
+        Turn(reply(HELLO)), DONE, DONE]),
     Scenario("agent-timeout", [Turn(reply(("sleep 40\n", 30.0))), Turn(reply(HELLO)), DONE],
              toml={"[agent]\ntimeout_sec = 300": "[agent]\ntimeout_sec = 8"}),
     # A trailing `;` is a tmux command separator in the reference: the shell never sees it.

@@ -194,3 +194,16 @@ def test_prompt_pack_harbor_fails_loudly_when_the_source_moved(tmp_path):
     (copy / "terminus_2.py").write_text(text.replace("terminal_output", "screen_text"))
     with pytest.raises(HarborPackError, match="confirm_json"):
         harbor_texts(copy)
+
+
+def test_prompt_pack_harbor_is_found_through_a_venv_python(monkeypatch, tmp_path):
+    from harbor_ref import harbor_home
+
+    monkeypatch.chdir(tmp_path)  # no .cache/hvenv here
+    monkeypatch.delenv("RSR_HARBOR_TEMPLATES", raising=False)
+    monkeypatch.setenv("RSR_HARBOR_PYTHON", str(harbor_home() / "bin" / "python"))
+    prompt_pack.cache_clear()
+    try:
+        assert prompt_pack("harbor").source.startswith(str(harbor_home()))
+    finally:
+        prompt_pack.cache_clear()

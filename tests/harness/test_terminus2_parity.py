@@ -25,6 +25,8 @@ from loopback_openai import LoopbackOpenAI
 from parity import Scenario, Variant, first_difference, renamed, run_rsr, start_harbor
 from parity_scenarios import SCENARIOS, XML_SCENARIOS
 
+from rsr.harness.prompts.pack import prompt_pack
+
 pytestmark = pytest.mark.docker
 
 ALL = SCENARIOS + XML_SCENARIOS
@@ -47,8 +49,9 @@ class ParityRun:
 def parity(tmp_path_factory: pytest.TempPathFactory) -> ParityRun:
     venv = harbor_home()
     tokenizers = harbor_site_packages() / "litellm" / "litellm_core_utils" / "tokenizers"
-    saved = os.environ.get("TIKTOKEN_CACHE_DIR")
+    saved = {name: os.environ.get(name) for name in ("TIKTOKEN_CACHE_DIR", "RSR_HARBOR_PYTHON")}
     os.environ["TIKTOKEN_CACHE_DIR"] = str(tokenizers)
+    os.environ["RSR_HARBOR_PYTHON"] = str(venv / "bin" / "python")  # prompts=harbor finds it
     work = tmp_path_factory.mktemp("parity")
     copies: list[Scenario] = [*ALL, *(renamed(s, suffix) for s in ALL for suffix in VARIANTS)]
     try:
@@ -64,10 +67,11 @@ def parity(tmp_path_factory: pytest.TempPathFactory) -> ParityRun:
             requests = {name: rec.requests for name, rec in server.recordings.items()}
             assert not server.unrouted, f"requests without a scenario tag: {server.unrouted[:1]}"
     finally:
-        if saved is None:
-            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
-        else:
-            os.environ["TIKTOKEN_CACHE_DIR"] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     return ParityRun(requests, harbor, samples)
 
 
@@ -210,3 +214,23 @@ def test_terminus2_parity_atif_keeps_summaries_as_sub_trajectories(parity: Parit
     index = next(i for i, s in enumerate(dumped["steps"]) if s["source"] == "system")
     assert dumped["steps"][index + 1]["source"] == "user"
     assert "1. The echo ran." in dumped["steps"][index + 1]["message"]
+
+
+def test_terminus2_parity_context_fallbacks_follow_harbor(parity: ParityRun):
+    pack = prompt_pack("harbor")
+    for suffix in ("", ".rsr"):
+        short = parity.requests[f"context-short{suffix}"]
+        instruction = "Create a file /app/hello.txt"
+        # Full summary refused -> a short summary asked with no history -> hand-off.
+        assert len(short[3]["messages"]) == 1
+        assert short[3]["messages"][0]["content"].startswith(
+            pack.texts["short_summary"].split("{")[0] + instruction)
+        assert short[4]["messages"][-1]["content"].startswith(instruction)
+        assert "Write /app/hello.txt next." in short[4]["messages"][-1]["content"]
+        bare = parity.requests[f"context-bare{suffix}"]
+        # Every call refused: the bare hand-off, then the stand-in reply fails to parse.
+        assert bare[4]["messages"][-1]["content"].startswith(instruction)
+        assert bare[5]["messages"][-1]["content"].startswith(
+            pack.texts["parse_error"].split("{")[0])
+    compactions = parity.samples["context-bare.rsr"].store["rsr_harness_result"]["compactions"]
+    assert [c["level"] for c in compactions] == ["bare"]

@@ -44,7 +44,7 @@ Part = str | Placeholder
 def _candidate_roots() -> list[Path]:
     roots: list[Path] = []
     python = os.environ.get("RSR_HARBOR_PYTHON")
-    venvs = [Path(python).resolve().parent.parent] if python else []
+    venvs = [Path(python).absolute().parent.parent] if python else []  # a venv: not resolved
     venvs.append(Path.cwd() / ".cache" / "hvenv")
     for venv in venvs:
         roots += [Path(p) for p in sorted(glob.glob(str(venv / "lib" / "python3*" /
