@@ -53,6 +53,10 @@ class SubmissionMetadata(BaseModel):
     models: list[ModelInfo]
 
 
+HARNESS_LABEL = ("harness", "harness_implementation", "prompt_pack", "prompt_pack_sha256",
+                 "parity_mode", "fixes")
+
+
 def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
 
@@ -104,6 +108,10 @@ def export_terminal_bench(
         agent_cfg = {"name": agent_name, "model_name": f"{provider}/{model_name}",
                      "override_timeout_sec": None, "override_setup_timeout_sec": None,
                      "max_timeout_sec": None, "kwargs": dict(log.eval.solver_args or {})}
+        # Which implementation and wording ran (an rsr-wording run is no Harbor Terminus 2 run).
+        harness = next((x.store["rsr_harness"] for x in log.samples or []
+                        if "rsr_harness" in x.store), {})
+        agent_cfg["kwargs"].update({k: harness[k] for k in HARNESS_LABEL if k in harness})
         env_cfg = {"type": "docker", "override_cpus": None, "override_memory_mb": None,
                    "override_storage_mb": None, "override_gpus": None}
         verifier_cfg = {"override_timeout_sec": None, "max_timeout_sec": None}
