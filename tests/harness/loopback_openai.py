@@ -32,6 +32,8 @@ class Turn:
     error_message: str = ""
     prompt_tokens: int = 100
     completion_tokens: int = 20
+    reasoning: str | None = None
+    """Sent as the message's `reasoning_content` (as reasoning models' servers do)."""
 
 
 def context_length_error() -> Turn:
@@ -156,7 +158,9 @@ class LoopbackOpenAI:
                     "created": int(time.time()),
                     "model": body.get("model", "loopback"),
                     "choices": [{"index": 0, "finish_reason": turn.finish_reason,
-                                 "message": {"role": "assistant", "content": turn.content}}],
+                                 "message": {"role": "assistant", "content": turn.content,
+                                             **({"reasoning_content": turn.reasoning}
+                                                if turn.reasoning else {})}}],
                     "usage": {"prompt_tokens": turn.prompt_tokens,
                               "completion_tokens": turn.completion_tokens,
                               "total_tokens": turn.prompt_tokens + turn.completion_tokens},

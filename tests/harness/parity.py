@@ -223,6 +223,16 @@ def first_difference(reference: list[dict[str, Any]], ours: list[dict[str, Any]]
     terminal line (a line with the shell prompt) of every user message.
     """
     a, b = conversation(reference), conversation(ours)
+    for i, (ra_, rb_) in enumerate(zip(reference, ours, strict=False)):
+        # Same request fields (no sampling parameter one side sets and the other not) and
+        # the same fields per message (no reasoning or tool fields sent by one side only).
+        if sorted(ra_) != sorted(rb_):
+            return f"request {i}: fields {sorted(ra_)} (Harbor) vs {sorted(rb_)} (rsr)"
+        for j, (ma, mb) in enumerate(zip(ra_.get("messages", []), rb_.get("messages", []),
+                                         strict=False)):
+            if sorted(ma) != sorted(mb):
+                return (f"request {i} message {j}: fields {sorted(ma)} (Harbor) vs "
+                        f"{sorted(mb)} (rsr)")
     for i in range(max(len(a), len(b))):
         if i >= len(a) or i >= len(b):
             return (f"request count differs: Harbor sent {len(a)}, rsr sent {len(b)}; first "

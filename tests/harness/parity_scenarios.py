@@ -87,6 +87,9 @@ SCENARIOS: list[Scenario] = [
     # A trailing `;` is a tmux command separator in the reference: the shell never sees it.
     Scenario("keys", [Turn(reply(("echo semi;", 0.3), ("\n", 0.5), ("echo lit\\;", 0.3),
                                  ("\n", 0.5), HELLO)), DONE, DONE]),
+    # A reasoning model's reasoning is not sent back with the next request.
+    Scenario("reasoning", [Turn(reply(HELLO), reasoning="private chain of thought"),
+                           Turn(reply(complete=True), reasoning="more thoughts"), DONE]),
     Scenario("shell-exit", [Turn(reply(HELLO, "exit\n")), Turn(reply("ls\n")), DONE]),
 ]
 

@@ -35,6 +35,7 @@ VARIANTS = {
     "rsr-words": Variant({"prompts": "rsr"}),
     # Harbor's words with every quirk corrected, on the scenario that shows them.
     "rsr-fixed": Variant({"prompts": "harbor", "fixes": "all"}, only=("long-output",)),
+    "rsr-keep": Variant({"prompts": "harbor", "keep_reasoning": True}, only=("reasoning",)),
 }
 
 
@@ -234,3 +235,16 @@ def test_terminus2_parity_context_fallbacks_follow_harbor(parity: ParityRun):
             pack.texts["parse_error"].split("{")[0])
     compactions = parity.samples["context-bare.rsr"].store["rsr_harness_result"]["compactions"]
     assert [c["level"] for c in compactions] == ["bare"]
+
+
+def test_terminus2_parity_drops_earlier_reasoning_unless_kept(parity: ParityRun):
+    from inspect_ai.model import ContentReasoning
+
+    for name in ("reasoning", "reasoning.rsr"):
+        assistant = parity.requests[name][1]["messages"][1]
+        assert set(assistant) == {"role", "content"} and "chain of thought" not in str(assistant)
+    # The log keeps it (ATIF's reasoning_content); only the context drops it.
+    logged = parity.samples["reasoning.rsr"].messages[1]
+    assert any(isinstance(c, ContentReasoning) for c in logged.content)
+    kept = parity.requests["reasoning.rsr-keep"][1]["messages"][1]
+    assert kept.get("reasoning_content") == "private chain of thought"
