@@ -147,6 +147,15 @@ def test_reference_keys_drop_a_trailing_semicolon_as_tmux_does():
     assert reference_keys("ls\n") == "ls\n" and reference_keys("C-c") == "C-c"
 
 
+def test_terminus2_defaults_are_the_reference_ones():
+    from rsr.harness.terminus2 import Terminus2Config
+
+    config = Terminus2Config()
+    assert config.max_episodes == 1_000_000 and config.fixes == [] and config.prompts == "rsr"
+    assert config.summarise_free_tokens == 8_000 and config.observation_limit == 10_000
+    assert config.temperature is None and config.keep_reasoning is False
+
+
 def test_fixes_parse_names_and_all_and_reject_typos():
     assert parse_fixes("history-limit, new-output") == ["history-limit", "new-output"]
     assert parse_fixes("all") == list(FIXES) and parse_fixes(None) == []
