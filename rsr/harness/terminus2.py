@@ -164,6 +164,14 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
+class _EpisodesSpent(Exception):
+    """Output-length retries used up max_episodes; `prompt` is the one left unsent."""
+
+    def __init__(self, prompt: ChatMessage) -> None:
+        super().__init__("max_episodes reached while retrying cut-off replies")
+        self.prompt = prompt
+
+
 class _OutputTooLong(Exception):
     def __init__(self, output: ModelOutput) -> None:
         super().__init__("the reply was cut off at the output limit")
@@ -368,7 +376,10 @@ class TerminalHarness:
         turn_start = time.monotonic()
         started_at = _now()
         prompt = await self._maybe_compact(prompt)
-        output = await self._query(prompt)
+        try:
+            output = await self._query(prompt)
+        except _EpisodesSpent as e:
+            return e.prompt, pending
         if output is None:
             self.end_reason = "context_overflow"
             return None
@@ -516,7 +527,13 @@ class TerminalHarness:
         self.context += [prompt, ChatMessageAssistant(content=truncated, source="generate")]
         transcript().info("reply cut off at the output limit: nothing of it runs",
                           source=self.name)
-        return await self._query(user_message(text, "parse_error", self.name, turn=self.turn))
+        retry = user_message(text, "parse_error", self.name, turn=self.turn)
+        # The reference asks again within the same episode, without limit; a retry counts
+        # against max_episodes here, so a model that is always cut off still stops.
+        self.attempt_turns += 1
+        if self.attempt_turns > self.config.max_episodes:
+            raise _EpisodesSpent(retry)
+        return await self._query(retry)
 
     async def _generate(self, messages: list[ChatMessage]) -> ModelOutput:
         assert self._model is not None

@@ -171,3 +171,17 @@ def test_terminus2_fails_the_sample_clearly_when_tmux_is_missing_offline(tmp_pat
     sample = run(terminus2(), [reply(WRITE_HELLO)], root=root)
     assert sample.error is not None
     assert "tmux" in sample.error.message and "no network to install" in sample.error.message
+
+
+def test_terminus2_stops_after_max_episodes_when_every_reply_is_cut_off():
+    cut = reply(WRITE_HELLO)[:40]
+    sample = run(terminus2(max_episodes=3),
+                 [output(cut, stop_reason="max_tokens") for _ in range(5)])
+    assert sample.error is None
+    assert sample.store[STORE_RESULT]["end_reason"] == "max_episodes"
+    replies = [m for m in sample.messages if m.role == "assistant"]
+    assert len(replies) == 3 and all(m.text == cut for m in replies)
+    words = prompt_pack("rsr")
+    retry = words.render("output_too_long", limit=words.render("output_limit_unknown"))
+    assert sum(retry in m.text for m in sample.messages if m.role == "user") == 3
+    assert passed(sample) == 0.0  # nothing of a cut-off reply ran
