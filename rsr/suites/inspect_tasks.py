@@ -7,16 +7,15 @@ from pathlib import Path
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import Solver
-from inspect_ai.util import SandboxEnvironmentSpec
 
-from rsr.errors import DatasetLoadError, TaskFormatError
-from rsr.sandbox.compose import write_compose_file
+from rsr.errors import DatasetLoadError, RsrError, TaskFormatError
+from rsr.sandbox.spec import sandbox_spec
 from rsr.suites.registry import resolve_suite_path
 from rsr.tasks.load import LoadedTask, load_dataset
 from rsr.verify.scorer import verifier
 
 
-def task_sample(task: LoadedTask, suite: str) -> Sample:
+def task_sample(task: LoadedTask, suite: str, integrity: str = "auto") -> Sample:
     cfg = task.config
     return Sample(
         id=task.name,
@@ -38,8 +37,9 @@ def task_sample(task: LoadedTask, suite: str) -> Sample:
             "milestones": cfg.milestones,
             "cpus": cfg.environment.cpus,
             "memory_mb": cfg.environment.memory_mb,
+            "integrity_policy": integrity,
         },
-        sandbox=SandboxEnvironmentSpec("docker", write_compose_file(task)),
+        sandbox=sandbox_spec(task),
     )
 
 
@@ -56,14 +56,19 @@ def _default_solver() -> Solver:
     return as_solver(terminus2())
 
 
+INTEGRITY_MODES = ("auto", "strict", "warn")
+
+
 def suite_task(suite: str, path: str | None, tasks: str | list[str] | None,
-               exclude: str | list[str] | None, solver: Solver | None = None) -> Task:
-    return tasks_task(suite, resolve_suite_path(suite, path), tasks, exclude, solver)
+               exclude: str | list[str] | None, solver: Solver | None = None, integrity: str = "auto") -> Task:
+    return tasks_task(suite, resolve_suite_path(suite, path), tasks, exclude, solver, integrity)
 
 
 def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
-               exclude: str | list[str] | None, solver: Solver | None = None) -> Task:
+               exclude: str | list[str] | None, solver: Solver | None = None, integrity: str = "auto") -> Task:
     """An Inspect task with one sample per task directory below root."""
+    if integrity not in INTEGRITY_MODES:
+        raise RsrError(f"-T integrity={integrity!r}: expected one of {', '.join(INTEGRITY_MODES)}")
     root = root.expanduser().resolve()
     loaded = load_dataset(root, tasks, exclude)
     if loaded.errors:
@@ -71,20 +76,22 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
     if not loaded.tasks:
         raise TaskFormatError(root, None, "no tasks found" + (f" matching {tasks!r}" if tasks else ""))
     return Task(
-        dataset=MemoryDataset([task_sample(t, suite) for t in loaded.tasks], name=suite,
+        dataset=MemoryDataset([task_sample(t, suite, integrity) for t in loaded.tasks], name=suite,
                               location=str(root)),
         solver=solver or _default_solver(),
-        scorer=verifier(),
-        metadata={"suite": suite, "suite_path": str(root)},
+        scorer=verifier(integrity),
+        metadata={"suite": suite, "suite_path": str(root), "integrity": integrity},
     )
 
 
 def _suite(name: str):  # noqa: ANN202 - builds a registered @task per suite
-    def factory(path: str | None = None, tasks: str | None = None, exclude: str | None = None) -> Task:
-        return suite_task(name, path, tasks, exclude)
+    def factory(path: str | None = None, tasks: str | None = None, exclude: str | None = None,
+                integrity: str = "auto") -> Task:
+        return suite_task(name, path, tasks, exclude, integrity=integrity)
 
     factory.__name__ = name
-    factory.__doc__ = f"The {name} suite (`-T path=` for a local copy, `-T tasks=glob,...`, `-T exclude=glob,...`)."
+    factory.__doc__ = (f"The {name} suite (`-T path=` for a local copy, `-T tasks=glob,...`, `-T exclude=glob,...`, "
+                       "`-T integrity=auto|strict|warn`).")
     return task(name=name)(factory)
 
 
@@ -99,6 +106,6 @@ lhtb = _suite("lhtb")
 
 
 @task
-def harbor(path: str, tasks: str | None = None, exclude: str | None = None) -> Task:
+def harbor(path: str, tasks: str | None = None, exclude: str | None = None, integrity: str = "auto") -> Task:
     """Any Harbor (or Terminal-Bench 1) dataset directory or single task directory."""
-    return tasks_task("harbor", Path(path), tasks, exclude)
+    return tasks_task("harbor", Path(path), tasks, exclude, integrity=integrity)
