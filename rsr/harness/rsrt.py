@@ -2,9 +2,10 @@
 
 When the agent confirms completion (or runs out of episodes), the task's verifier runs in a
 *copy* of the sandbox: the verifier's own snapshot (`rsr.verify.snapshot`), a container made
-from a commit of the agent's, removed afterwards. The agent's own container never sees the tests, and only the pass/fail outcome reaches the agent, inside a
-reflection prompt. The run continues until a pass, the reflection limit or the wall-clock
-budget. The sample's score is still the ordinary scorer's, run on the agent's container.
+from a commit of the agent's, removed afterwards. The agent's own container never sees the
+tests, and only the pass/fail outcome reaches the agent, inside a reflection prompt. The run
+continues until a pass, the reflection limit or the wall-clock budget. The sample's score is
+still the ordinary scorer's, run on the agent's container.
 """
 
 from __future__ import annotations

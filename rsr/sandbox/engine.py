@@ -295,3 +295,59 @@ def orphaned_containers() -> list[dict[str, Any]]:
         if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
             orphans.append(info)
     return orphans
+
+
+class ExecSession:
+    """A long-lived exec with its stdin open: a request costs one write and one read on an
+    open connection instead of a new exec (create, start, inspect: ~50 ms). Not thread-safe:
+    one request at a time (the harness's turns are sequential)."""
+
+    def __init__(self, container: str, cmd: list[str], *, user: str | None = None, cwd: str | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        engine = api()
+        self.exec_id = engine.exec_create(
+            container, cmd, stdout=True, stderr=True, stdin=True, tty=False,
+            environment=[f"{k}={v}" for k, v in (env or {}).items()] or None,
+            workdir=cwd, user=user or "")["Id"]
+        self._sock = engine.exec_start(self.exec_id, socket=True)
+        self._raw = _raw_socket(self._sock)
+        self._pending = b""
+        self.closed = False
+
+    def send(self, data: bytes) -> None:
+        self._raw.sendall(data)
+
+    def read_until(self, marker: bytes, deadline: float | None) -> tuple[bytes, bytes]:
+        """(stdout up to and including `marker`, stderr seen meanwhile); TimeoutError at the
+        deadline, EOFError when the session ended."""
+        out, err = bytearray(), bytearray()
+        while True:
+            while len(self._pending) >= 8:
+                stream, size = self._pending[0], struct.unpack(">I", self._pending[4:8])[0]
+                if len(self._pending) < 8 + size:
+                    break
+                payload, self._pending = self._pending[8:8 + size], self._pending[8 + size:]
+                (err if stream == 2 else out).extend(payload)
+            if marker in out:
+                return bytes(out), bytes(err)
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                raise TimeoutError("no answer from the exec session before the deadline")
+            ready, _, _ = select.select([self._raw], [], [], wait)
+            if not ready:
+                continue
+            chunk = self._raw.recv(65536)
+            if not chunk:
+                self.closed = True
+                raise EOFError(f"the exec session ended: {bytes(err)[-500:].decode(errors='replace')}")
+            self._pending += chunk
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        kill_exec(self.exec_id)
+        try:
+            self._sock.close()
+        finally:
+            self._raw.close()
