@@ -7,16 +7,17 @@ from pathlib import Path
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import Solver
-from inspect_ai.util import SandboxEnvironmentSpec
 
 from rsr.errors import DatasetLoadError, TaskFormatError
-from rsr.sandbox.compose import write_compose_file
+from rsr.sandbox.images import ImageMap, find_image_map
 from rsr.suites.registry import resolve_suite_path
+from rsr.suites.sandbox_choice import check_kind, sandbox_spec
 from rsr.tasks.load import LoadedTask, load_dataset
 from rsr.verify.scorer import verifier
 
 
-def task_sample(task: LoadedTask, suite: str) -> Sample:
+def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker",
+                images: ImageMap | str | None = None) -> Sample:
     cfg = task.config
     return Sample(
         id=task.name,
@@ -39,7 +40,7 @@ def task_sample(task: LoadedTask, suite: str) -> Sample:
             "cpus": cfg.environment.cpus,
             "memory_mb": cfg.environment.memory_mb,
         },
-        sandbox=SandboxEnvironmentSpec("docker", write_compose_file(task)),
+        sandbox=sandbox_spec(task, sandbox, images),
     )
 
 
@@ -57,13 +58,16 @@ def _default_solver() -> Solver:
 
 
 def suite_task(suite: str, path: str | None, tasks: str | list[str] | None,
-               exclude: str | list[str] | None, solver: Solver | None = None) -> Task:
-    return tasks_task(suite, resolve_suite_path(suite, path), tasks, exclude, solver)
+               exclude: str | list[str] | None, solver: Solver | None = None,
+               sandbox: str = "docker", images: str | None = None) -> Task:
+    return tasks_task(suite, resolve_suite_path(suite, path), tasks, exclude, solver, sandbox, images)
 
 
 def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
-               exclude: str | list[str] | None, solver: Solver | None = None) -> Task:
+               exclude: str | list[str] | None, solver: Solver | None = None,
+               sandbox: str = "docker", images: str | None = None) -> Task:
     """An Inspect task with one sample per task directory below root."""
+    found = find_image_map(images) if check_kind(sandbox) == "k8s" else None  # once per suite
     root = root.expanduser().resolve()
     loaded = load_dataset(root, tasks, exclude)
     if loaded.errors:
@@ -71,7 +75,7 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
     if not loaded.tasks:
         raise TaskFormatError(root, None, "no tasks found" + (f" matching {tasks!r}" if tasks else ""))
     return Task(
-        dataset=MemoryDataset([task_sample(t, suite) for t in loaded.tasks], name=suite,
+        dataset=MemoryDataset([task_sample(t, suite, sandbox, found) for t in loaded.tasks], name=suite,
                               location=str(root)),
         solver=solver or _default_solver(),
         scorer=verifier(),
@@ -80,11 +84,13 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
 
 
 def _suite(name: str):  # noqa: ANN202 - builds a registered @task per suite
-    def factory(path: str | None = None, tasks: str | None = None, exclude: str | None = None) -> Task:
-        return suite_task(name, path, tasks, exclude)
+    def factory(path: str | None = None, tasks: str | None = None, exclude: str | None = None,
+                sandbox: str = "docker", images: str | None = None) -> Task:
+        return suite_task(name, path, tasks, exclude, sandbox=sandbox, images=images)
 
     factory.__name__ = name
-    factory.__doc__ = f"The {name} suite (`-T path=` for a local copy, `-T tasks=glob,...`, `-T exclude=glob,...`)."
+    factory.__doc__ = (f"The {name} suite (`-T path=` for a local copy, `-T tasks=glob,...`, "
+                       "`-T exclude=glob,...`, `-T sandbox=docker|k8s`, `-T images=MAP` for k8s).")
     return task(name=name)(factory)
 
 
@@ -99,6 +105,7 @@ lhtb = _suite("lhtb")
 
 
 @task
-def harbor(path: str, tasks: str | None = None, exclude: str | None = None) -> Task:
+def harbor(path: str, tasks: str | None = None, exclude: str | None = None,
+           sandbox: str = "docker", images: str | None = None) -> Task:
     """Any Harbor (or Terminal-Bench 1) dataset directory or single task directory."""
-    return tasks_task("harbor", Path(path), tasks, exclude)
+    return tasks_task("harbor", Path(path), tasks, exclude, sandbox=sandbox, images=images)

@@ -1,0 +1,42 @@
+"""Which sandbox a sample runs in: the one place `-T sandbox=...` and the factory's
+`sandbox:` key are turned into an Inspect sandbox spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, get_args
+
+from inspect_ai.util import SandboxEnvironmentSpec
+
+from rsr.errors import RsrError
+from rsr.sandbox.images import ImageMap
+from rsr.tasks.load import LoadedTask
+
+SandboxKind = Literal["docker", "k8s"]
+SANDBOX_KINDS: tuple[str, ...] = get_args(SandboxKind)
+
+
+def check_kind(kind: str) -> SandboxKind:
+    if kind not in SANDBOX_KINDS:
+        raise RsrError(f"sandbox={kind!r}: expected one of {', '.join(SANDBOX_KINDS)}")
+    return kind  # type: ignore[return-value]
+
+
+def sandbox_spec(task: LoadedTask, kind: str = "docker",
+                 images: ImageMap | str | Path | None = None) -> SandboxEnvironmentSpec:
+    """The sandbox of one task's samples.
+
+    docker: the task's compose file, built on this machine. k8s: Helm values for the
+    inspect-k8s-sandbox chart, pulling the images recorded by `rsr images build --push`
+    (`images` is that map, its path or registry; default: $RSR_K8S_IMAGES or the only map
+    in the cache).
+    """
+    if check_kind(kind) == "docker":
+        from rsr.sandbox.compose import write_compose_file
+
+        return SandboxEnvironmentSpec("docker", write_compose_file(task))
+    from rsr.sandbox.images import find_image_map
+    from rsr.sandbox.k8s_values import k8s_sandbox_spec
+
+    found = images if isinstance(images, ImageMap) else find_image_map(images)
+    return k8s_sandbox_spec(task, found)
