@@ -6,14 +6,15 @@ The values are derived from the same compose document the Docker sandbox runs
 the main service's keep-alive command, and no network unless the task allows internet.
 
 Differences a Kubernetes pod forces, each deliberate:
-- Every service is its own pod. Without internet the main service is fully isolated when it
-  is alone (`networkIsolated`, the `network_mode: none` of Docker); with sidecars, the
-  sandbox's pods reach each other by service name and nothing else (empty `allowDomains` /
-  `allowEntities`: the chart's network policy then allows only in-sandbox traffic and DNS of
-  in-namespace names). Sidecars are not on the main service's `localhost` as under Docker.
+- Without internet, the whole sandbox is one pod with `networkIsolated` (Docker's
+  `network_mode: none`): sidecar services become extra containers of the main pod, so they
+  share its loopback exactly as they share the main container's network namespace under
+  Docker. With internet, every service is its own pod, found by its service name, and the
+  chart's network policy allows egress to the world (`allowEntities: [world]`).
 - The main container runs as root because the provider switches to the task's agent or
-  verifier user per command with `runuser`, which only root may call; the image's own USER
-  (recorded at push time) becomes the default exec user, as `docker exec` would use it.
+  verifier user per command with `runuser`, which only root may call; the compose `user` or
+  the image's own USER (recorded at push time) becomes the default exec user, as with
+  `docker exec`.
 - `storage_mb` becomes a real `ephemeral-storage` limit (Docker could only advise it); the
   per-container pids limit has no pod-spec field (the kubelet's podPidsLimit sets it).
 """
@@ -77,6 +78,20 @@ class ReadinessProbe(_Values):
     failure_threshold: int | None = None
 
 
+class Container(_Values):
+    """A sidecar in the main pod (`extraContainers`): a Kubernetes container spec."""
+
+    name: str
+    image: str
+    command: list[str] | None = None
+    args: list[str] = Field(default_factory=list)
+    working_dir: str | None = None
+    env: list[EnvVar] = Field(default_factory=list)
+    resources: Resources | None = None
+    security_context: SecurityContext | None = None
+    readiness_probe: ReadinessProbe | None = None
+
+
 class Service(_Values):
     image: str
     command: list[str] | None = Field(
@@ -97,6 +112,7 @@ class HelmValues(_Values):
     """The subset of the agent-env chart's values rsr sets; the chart supplies the rest."""
 
     services: dict[str, Service]
+    extra_containers: list[Container] = Field(default_factory=list)
     allow_domains: list[str] = Field(default_factory=list)
     allow_entities: list[str] = Field(default_factory=list)
 
@@ -304,23 +320,30 @@ def helm_values(task: LoadedTask, images: ImageMap) -> HelmValues:
         if record is None:
             raise missing_image_error(task, image, images)
         refs[image.service] = record.reference
-    services: dict[str, Service] = {}
-    for name, svc in doc["services"].items():
-        service = _service(task, name, svc, refs[name])
+    specs = {name: _service(task, name, svc, refs[name]) for name, svc in doc["services"].items()}
+    main = specs.pop(MAIN_SERVICE)
+    if not task.config.environment.allow_internet:
+        main.network_isolated = True
+        sidecars = []
+        for name, spec in specs.items():
+            fields = spec.model_dump(include=set(Container.model_fields) - {"name"})
+            sidecars.append(Container(name=_k8s_name(name), **fields))
+        names = [c.name for c in sidecars]
+        if len(set(names)) < len(names) or {"coredns", MAIN_SERVICE} & set(names):
+            raise RsrError(f"task {task.name}: sidecar names {names} clash as Kubernetes container names")
+        return HelmValues(services={MAIN_SERVICE: main}, extra_containers=sidecars)
+    services: dict[str, Service] = {MAIN_SERVICE: main}
+    for name, spec in specs.items():
         k8s_name = _k8s_name(name)
         if k8s_name != name:  # keep the compose name resolvable inside the sandbox
-            service.additional_dns_records.append(name)
+            spec.additional_dns_records.append(name)
         if k8s_name in services:
             raise RsrError(f"task {task.name}: services {name!r} and another both become "
                            f"{k8s_name!r} under Kubernetes' naming rules")
-        services[k8s_name] = service
-    if not task.config.environment.allow_internet and len(services) == 1:
-        services[MAIN_SERVICE].network_isolated = True
-    else:
-        for svc in services.values():
-            svc.dns_record = True  # services find each other by name, as on a compose network
-    return HelmValues(services=services,
-                      allow_entities=["world"] if task.config.environment.allow_internet else [])
+        services[k8s_name] = spec
+    for spec in services.values():
+        spec.dns_record = True  # services find each other by name, as on a compose network
+    return HelmValues(services=services, allow_entities=["world"])
 
 
 def default_user(task: LoadedTask, images: ImageMap) -> str | None:
