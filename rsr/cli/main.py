@@ -40,6 +40,10 @@ def _register() -> None:
 
     app.add_typer(trajectories.app, name="trajectories")
 
+    from rsr.cli import images  # light: its commands import the sandbox modules when run
+
+    app.add_typer(images.app, name="images")
+
 
 def main(argv: list[str] | None = None) -> int:
     _register()
