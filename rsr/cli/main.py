@@ -44,6 +44,10 @@ def _register() -> None:
 
     app.add_typer(images.app, name="images")
 
+    from rsr.cli import serve  # light: rsr.training.serve is imported when the command runs
+
+    app.command("serve")(serve.serve)
+
 
 def main(argv: list[str] | None = None) -> int:
     _register()
