@@ -52,6 +52,9 @@ class ServePlan(BaseModel):
     gpu_memory_utilization: float = 0.9
     temperature: float = DEFAULT_TEMPERATURE
     top_p: float | None = None
+    kv_tokens_per_replica: int | None = Field(
+        None, description="Estimate: KV-cache tokens one replica holds (full-attention layers, "
+                          "bf16), from the GPU memory left after the weights.")
     notes: list[str] = Field(default_factory=list)
 
     @property
@@ -145,6 +148,10 @@ class ServePlan(BaseModel):
             f"{self.max_model_len}, end of turn {self.eos_token!r}, temperature {self.temperature}"
             + (f", top_p {self.top_p}" if self.top_p is not None else ""),
         ]
+        if self.kv_tokens_per_replica is not None:
+            contexts = self.kv_tokens_per_replica // max(1, self.max_model_len // 2)
+            lines.append(f"# sizing: ~{self.kv_tokens_per_replica:,} KV-cache tokens per replica "
+                         f"(estimate) = ~{contexts} concurrent half-full contexts per replica")
         lines += [f"# note: {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
 
@@ -251,6 +258,7 @@ def plan_serving(path: str | Path, *, gpus: int = 8, gpu_memory_gb: float = 80.0
         raise RsrError(f"--tensor-parallel-size {tp} does not divide the {heads} attention heads")
     if tp > gpus:
         raise RsrError(f"--tensor-parallel-size {tp} needs more than the {gpus} GPU(s) given")
+    kv_tokens = _kv_tokens(config, parameters, tp, gpu_memory_gb)
     served = name or re.sub(r"[^A-Za-z0-9_.-]+", "-",
                             (card or {}).get("name") or checkpoint.name).strip("-")
     return ServePlan(checkpoint=checkpoint, run_card=card_path, served_model_name=served, host=host,
@@ -258,4 +266,16 @@ def plan_serving(path: str | Path, *, gpus: int = 8, gpu_memory_gb: float = 80.0
                      data_parallel_size=max(1, gpus // tp), max_model_len=max_model_len,
                      chat_template=template_file, eos_token=eos, max_num_seqs=max_num_seqs,
                      temperature=temperature, top_p=float(top_p) if top_p is not None else None,
-                     notes=notes)
+                     kv_tokens_per_replica=kv_tokens, notes=notes)
+
+
+def _kv_tokens(config: dict[str, Any], parameters: int, tp: int, gpu_memory_gb: float,
+               utilization: float = 0.9) -> int | None:
+    layers, heads = config.get("num_hidden_layers"), config.get("num_attention_heads")
+    kv_heads = config.get("num_key_value_heads") or heads
+    head_dim = config.get("head_dim") or (config.get("hidden_size", 0) // heads if heads else 0)
+    if not (layers and kv_heads and head_dim):
+        return None
+    per_token = 2 * int(layers) * int(kv_heads) * int(head_dim) * SERVE_DTYPE_BYTES  # K and V
+    free = tp * gpu_memory_gb * 1e9 * utilization - parameters * SERVE_DTYPE_BYTES
+    return max(0, int(free // per_token))
