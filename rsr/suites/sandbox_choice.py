@@ -9,7 +9,8 @@ from typing import Literal, get_args
 from inspect_ai.util import SandboxEnvironmentSpec
 
 from rsr.errors import RsrError
-from rsr.sandbox.images import ImageMap
+from rsr.sandbox.compose import write_compose_file
+from rsr.sandbox.images import ImageMap, find_image_map
 from rsr.tasks.load import LoadedTask
 
 SandboxKind = Literal["docker", "k8s"]
@@ -32,11 +33,8 @@ def sandbox_spec(task: LoadedTask, kind: str = "docker",
     in the cache).
     """
     if check_kind(kind) == "docker":
-        from rsr.sandbox.compose import write_compose_file
-
         return SandboxEnvironmentSpec("docker", write_compose_file(task))
-    from rsr.sandbox.images import find_image_map
-    from rsr.sandbox.k8s_values import k8s_sandbox_spec
+    from rsr.sandbox.k8s_values import k8s_sandbox_spec  # needs the k8s extra only when chosen
 
     found = images if isinstance(images, ImageMap) else find_image_map(images)
     return k8s_sandbox_spec(task, found)
