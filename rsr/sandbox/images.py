@@ -196,4 +196,5 @@ def push_image(registry: str, local: str) -> str:
     m = _PUSH_DIGEST.search(output)
     if not m:
         raise RsrError(f"docker push {remote} succeeded but printed no digest:\n{output[-500:]}")
-    return f"{remote.rsplit(':', 1)[0] if ':' in remote.rsplit('/', 1)[-1] else remote}@{m.group(1)}"
+    repository = remote.rsplit(":", 1)[0]  # remote_name always ends in a tag
+    return f"{repository}@{m.group(1)}"
