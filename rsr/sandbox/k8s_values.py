@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from rsr.errors import RsrError
-from rsr.sandbox.compose import MAIN_SERVICE, compose_spec
+from rsr.sandbox.compose import MAIN_SERVICE, _tb1_variables, compose_spec
 from rsr.sandbox.images import ImageMap, cache_base, missing_image_error, task_images
 from rsr.tasks.load import LoadedTask
 
@@ -276,8 +276,24 @@ def _probe(check: dict[str, Any], where: str) -> ReadinessProbe | None:
         failure_threshold=int(check["retries"]) + 1 if "retries" in check else None)
 
 
+def _without_log_mounts(task: LoadedTask, svc: dict[str, Any]) -> dict[str, Any]:
+    """Drop Terminal-Bench 1's bind mounts of host log folders: under Docker they only mirror
+    /logs to the host, and rsr reads every result through the sandbox, so a pod loses nothing.
+    Any other volume stays and is refused below."""
+    if not svc.get("volumes"):
+        return svc
+    host_logs = _tb1_variables(task)["T_BENCH_TASK_LOGS_PATH"]
+    kept = [v for v in svc["volumes"]
+            if not (isinstance(v, str) and (v.split(":", 1)[0] + "/").startswith(host_logs + "/"))]
+    out = {k: v for k, v in svc.items() if k != "volumes"}
+    if kept:
+        out["volumes"] = kept
+    return out
+
+
 def _service(task: LoadedTask, name: str, svc: dict[str, Any], image: str) -> Service:
     where = f"task {task.name}, service {name!r}"
+    svc = _without_log_mounts(task, svc)
     unknown = sorted(set(svc) - _DROPPED_KEYS - _MAPPED_KEYS)
     if unknown:
         raise RsrError(f"{where}: compose keys {', '.join(unknown)} have no Kubernetes mapping in "

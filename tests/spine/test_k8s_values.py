@@ -214,6 +214,35 @@ def test_k8s_values_refuse_an_image_missing_from_the_registry_map(tmp_path: Path
     assert f"rsr images build {task.paths.task_dir} --push {REGISTRY}" in message
 
 
+def test_k8s_values_take_a_terminal_bench_1_compose_file_without_its_log_mounts(tmp_path: Path) -> None:
+    d = tmp_path / "tb1-task"
+    write(d / "task.yaml", "instruction: Print hi.\nmax_agent_timeout_sec: 120\n")
+    write(d / "Dockerfile", "FROM debian:bookworm-slim\nWORKDIR /app\n")
+    write(d / "run-tests.sh", "exit 0\n")
+    write(d / "solution.sh", "echo hi\n")
+    write(d / "docker-compose.yaml", """
+        services:
+          client:
+            build: {dockerfile: Dockerfile}
+            image: ${T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME}
+            container_name: ${T_BENCH_TASK_DOCKER_CLIENT_CONTAINER_NAME}
+            command: ["sh", "-c", "sleep infinity"]
+            environment:
+              - TEST_DIR=${T_BENCH_TEST_DIR}
+            volumes:
+              - ${T_BENCH_TASK_LOGS_PATH}:${T_BENCH_CONTAINER_LOGS_PATH}
+              - ${T_BENCH_TASK_AGENT_LOGS_PATH}:${T_BENCH_CONTAINER_AGENT_LOGS_PATH}
+        """)
+    task = load_task(d)
+    assert task.format == "terminal-bench-1"
+    values = round_trip(task, pushed([task]))
+    assert schema_errors(values) == []
+    default = values["services"]["default"]
+    assert default["args"] == ["sh", "-c", "sleep infinity"] and "volumes" not in default
+    assert default["env"] == [{"name": "TEST_DIR", "value": "/tests"}]
+    assert default["networkIsolated"] is True
+
+
 def test_k8s_values_reject_compose_keys_they_cannot_map(tmp_path: Path) -> None:
     d = harbor_task(tmp_path, "vols")
     write(d / "environment" / "docker-compose.yaml", """
