@@ -190,6 +190,7 @@ def push_image(registry: str, local: str) -> str:
     pushed = _docker(["push", remote])
     output = (pushed.stdout + pushed.stderr).strip()
     if pushed.returncode != 0:
+        _docker(["rmi", remote], timeout=60)  # untag only: the local image stays
         raise RsrError(f"pushing {local} to {registry} failed (is the registry reachable and "
                        f"are you logged in? `docker login {registry.split('/')[0]}`):\n"
                        f"{output[-800:]}")

@@ -53,6 +53,11 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        tags = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"],
+                              capture_output=True, text=True).stdout.split()
+        mine = [t for t in tags if t.startswith(f"127.0.0.1:{port}/")]
+        if mine:  # the pushes' registry tags (the images stay under their local tags)
+            subprocess.run(["docker", "rmi", *mine], capture_output=True)
 
 
 @pytest.fixture(autouse=True)
@@ -116,6 +121,9 @@ def test_images_build_push_to_an_unreachable_registry_fails_and_records_nothing(
     assert "pushing rsr-task/solo:" in out and "is the registry reachable" in out
     assert "1 task(s) failed: solo" in out
     assert not image_map_path(registry).exists()
+    tags = subprocess.run(["docker", "images", "--format", "{{.Repository}}"], capture_output=True,
+                          text=True).stdout.split()
+    assert not any(t.startswith(registry.split("/")[0]) for t in tags)  # no stray registry tag
 
 
 def test_images_build_without_push_builds_and_records_nothing(
