@@ -39,6 +39,7 @@ def build(
         push_image,
         task_images,
     )
+    from rsr.sandbox.k8s_values import write_values_file
     from rsr.suites.check import build_image, resolve_target
     from rsr.tasks.load import load_dataset
 
@@ -56,6 +57,7 @@ def build(
             raise RsrError(f"{path}: records registry {images.registry!r}, not {push!r}; "
                            "choose another --map")
     failed: list[str] = []
+    unrunnable: list[str] = []
     for n, task in enumerate(loaded.tasks, 1):
         prefix = f"[{n}/{len(loaded.tasks)}] {task.name}"
         wanted = task_images(task)
@@ -95,11 +97,20 @@ def build(
             images.add(record)
             images.save()  # after every image: an interrupted push keeps what it finished
             console.print(f"{label} -> {record.reference}")
+        if images is not None and all(images.lookup(i.local) for i in wanted):
+            try:  # the values a k8s run will use, checked against the chart now, not per sample
+                write_values_file(task, images)
+            except RsrError as e:
+                console.print(f"{prefix}: [yellow]pushed, but cannot run on k8s[/yellow]: {e}")
+                unrunnable.append(task.name)
     if images is not None and images.source_path is not None and images.images:
         console.print(f"image map: {images.source_path} ({len(images.images)} images); run with "
                       f"`-T sandbox=k8s -T images={images.source_path}`")
     elif images is None:
         console.print("built only (no --push): nothing was recorded for the k8s sandbox")
+    if unrunnable:
+        console.print(f"[yellow]{len(unrunnable)} task(s) need the docker sandbox:[/yellow] "
+                      f"{', '.join(unrunnable)}")
     if failed:
         console.print(f"[red]{len(set(failed))} task(s) failed:[/red] {', '.join(sorted(set(failed)))}")
         raise typer.Exit(1)

@@ -107,7 +107,7 @@ def test_images_build_push_records_digest_pinned_references_the_k8s_values_use(
     assert values["services"]["default"]["image"] == images.images[task_images(duo)[0].local].reference
     assert values["extraContainers"][0]["image"] == images.images[task_images(duo)[1].local].reference
 
-    capsys.readouterr()
+    assert "cannot run on k8s" not in capsys.readouterr().out
     assert main(["images", "build", str(root), "--push", registry]) == 0
     assert capsys.readouterr().out.count("already pushed") == 2
 
@@ -134,3 +134,17 @@ def test_images_build_without_push_builds_and_records_nothing(
     assert subprocess.run(["docker", "image", "inspect", image.local], capture_output=True).returncode == 0
     assert "nothing was recorded" in capsys.readouterr().out
     assert not (tmp_path / "cache" / "images").exists()
+
+
+def test_images_build_push_names_tasks_whose_values_cannot_run_on_k8s(
+        tmp_path: Path, registry: str, capsys: pytest.CaptureFixture[str]) -> None:
+    d = harbor_task(tmp_path / "tasks", "vols")
+    write(d / "environment" / "docker-compose.yaml", """
+        services:
+          main: {build: ., volumes: ["data:/data"]}
+        volumes: {data: {}}
+        """)
+    assert main(["images", "build", str(tmp_path / "tasks"), "--push", registry]) == 0
+    out = capsys.readouterr().out
+    assert "vols: pushed, but cannot run on k8s" in out and "volumes have no Kubernetes mapping" in out
+    assert "1 task(s) need the docker sandbox: vols" in out
