@@ -143,13 +143,17 @@ class FactoryConfig(_Strict):
     export: ExportConfig = Field(default_factory=ExportConfig)
     concurrency: ConcurrencyConfig = Field(default_factory=ConcurrencyConfig)
     budgets: BudgetConfig = Field(default_factory=BudgetConfig)
+    sandbox: Literal["docker", "k8s"] = Field(
+        "docker", description="Where rollouts run: docker (this machine) or k8s (a cluster, "
+                              "images from `rsr images build --push`; docs/cluster.md).")
     display: Literal["factory", "inspect"] = Field(
         "factory", description="factory: one progress bar over the stages; inspect: Inspect's "
                                "own per-sample task display for every stage eval.")
     source_path: Path | None = Field(None, exclude=True)
 
     def digest(self) -> str:
-        data = self.model_dump(mode="json", exclude={"source_path", "display"})
+        # Where sandboxes run does not change what a run means: a run may resume on a cluster.
+        data = self.model_dump(mode="json", exclude={"source_path", "display", "sandbox"})
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 

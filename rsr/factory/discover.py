@@ -127,7 +127,7 @@ def build_tasks(cfg: FactoryConfig, pool: list[PoolTask], done: set[str]) -> lis
                 sid = rollout_id(spec.name, item.task.name, epoch)
                 if f"{sid}@1" in done:
                     continue
-                sample = task_sample(item.task, item.suite)
+                sample = task_sample(item.task, item.suite, cfg.sandbox)
                 sample.id = sid
                 sample.metadata = {**(sample.metadata or {}), "discover_epoch": epoch,
                                    "discover_harness": spec.name}

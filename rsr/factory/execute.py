@@ -133,7 +133,7 @@ def run(cfg: FactoryConfig, paths: FactoryPaths, state: State | None = None) -> 
                                                         f"{reason}")
                 continue
             source = sources[runbook.source_id]
-            sample = task_sample(load_task(source.task_dir), source.suite)
+            sample = task_sample(load_task(source.task_dir), source.suite, cfg.sandbox)
             sample.id = eid
             sample.metadata = {**(sample.metadata or {}), "runbook_id": runbook.id,
                                "source_id": runbook.source_id, "index": round_,
