@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/inspect eval rsr/core --solver rsr/oracle --log-dir logs/default "$@"
-.venv/bin/inspect eval rsr/core --solver rsr/null --log-dir logs/default "$@"
+VENV="${RSR_VENV:-.venv}"
+"$VENV"/bin/inspect eval rsr/core --solver rsr/oracle --log-dir logs/default "$@"
+"$VENV"/bin/inspect eval rsr/core --solver rsr/null --log-dir logs/default "$@"

@@ -59,9 +59,11 @@ SRC
   local opts=(-o "Dir::State::Lists=$work/lists" -o Dir::Etc::SourceList=/dev/null
               -o "Dir::Etc::SourceParts=$work/parts" -o "Dir::Cache=$work/cache")
   mkdir -p "$work/cache/archives/partial"
+  # trixie's docker.io holds the daemon only; the client is docker-cli, fetched when none is here.
+  local debs=("docker.io=$TRIXIE_DOCKER" "docker-compose=$TRIXIE_COMPOSE")
+  command -v docker >/dev/null 2>&1 || debs+=("docker-cli=$TRIXIE_DOCKER")
   apt-get "${opts[@]}" update
-  (cd "$work/debs" && apt-get "${opts[@]}" download \
-     "docker.io=$TRIXIE_DOCKER" "docker-compose=$TRIXIE_COMPOSE")
+  (cd "$work/debs" && apt-get "${opts[@]}" download "${debs[@]}")
   for deb in "$work"/debs/*.deb; do dpkg -x "$deb" "$work/root"; done
   install -m 0755 "$work/root/usr/sbin/dockerd" "$dockerd_bin"
   install -m 0755 "$work/root/usr/sbin/docker-proxy" "$RSR_DOCKER_HOME/bin/docker-proxy" 2>/dev/null \
