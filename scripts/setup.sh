@@ -40,7 +40,8 @@ if [ -x scripts/setup-browser.sh ]; then
 fi
 
 if "$VENV/bin/rsr" doctor >>"$RSR_SETUP_LOG" 2>&1; then
-  progress_end "ready (rsr doctor ok)"
+  progress_note "rsr doctor: all checks pass"
 else
-  progress_end "finished, but \`rsr doctor\` reports problems (run it to see them)"
+  progress_note "rsr doctor reports problems: run \`$VENV/bin/rsr doctor\` to see them"
 fi
+progress_end "ready"

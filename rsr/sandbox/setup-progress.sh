@@ -36,7 +36,7 @@ progress_begin() {
     RSR_SETUP_T0="$(_progress_now)"
     mkdir -p "$(dirname "$RSR_SETUP_LOG")"
     : >"$RSR_SETUP_LOG"  # this run's output only; a stale failure must not look like a new one
-    printf '[%s] %s; full output in %s\n' "$PROGRESS_TAG" "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" \
+    printf '[%s] started %s; command output goes to %s\n' "$PROGRESS_TAG" "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" \
       "$RSR_SETUP_LOG" >&2
   fi
   export RSR_SETUP_LOG RSR_SETUP_T0

@@ -34,7 +34,7 @@ progress_end "ready"
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 4
-    assert lines[0].startswith("[demo] ") and lines[0].endswith(f"full output in {log}")
+    assert lines[0].startswith("[demo] ") and lines[0].endswith(f"command output goes to {log}")
     assert re.fullmatch(r"\[demo\] installing widgets \.\.\. \d+\.\d s", lines[1])
     assert lines[2] == "[demo] gadgets already present"
     assert re.fullmatch(rf"\[demo\] ready in \d+\.\d s; full log: {re.escape(str(log))}", lines[3])
