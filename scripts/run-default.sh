@@ -10,7 +10,7 @@ source rsr/sandbox/setup-progress.sh
 progress_begin run-default "${RSR_CACHE_DIR:-$PWD/.cache}/setup.log"
 bash scripts/setup.sh
 VENV="${RSR_VENV:-.venv}"
-progress_step "building the core suite's images (docker compose build, cached when unchanged)" \
+progress_step "building the core suite's images (minutes the first time, seconds once cached)" \
   "$VENV"/bin/rsr tasks check core --only build
 progress_end "set-up and images ready"
 "$VENV"/bin/inspect eval rsr/core --solver rsr/oracle --log-dir logs/default --sandbox-prebuilt "$@"
