@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+VENV="${RSR_VENV:-.venv}"
 export RSR_REQUIRE_DOCKER=1 RSR_REQUIRE_BROWSER=1
-.venv/bin/ruff check $(ls -d rsr tests benchmarks 2>/dev/null)
-exec .venv/bin/pytest -q -p no:cacheprovider --durations=25 "$@"
+"$VENV"/bin/ruff check $(ls -d rsr tests benchmarks 2>/dev/null)
+exec "$VENV"/bin/pytest -q -p no:cacheprovider --durations=25 "$@"
