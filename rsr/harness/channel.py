@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import shlex
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from inspect_ai.util import ExecResult, SandboxEnvironment
@@ -60,7 +62,10 @@ class ShellChannel:
                 self._broken, session = True, None
             if session is None:
                 return await self.sbx.exec(["sh", "-c", script], user=self.user, timeout=int(timeout))
-            return await self._request(session, script, timeout)
+            started = datetime.now(UTC)
+            result = await self._request(session, script, timeout)
+            _log_event(started, script, self.user, timeout, result)
+            return result
 
     async def _request(self, session: Any, script: str, timeout: float) -> ExecResult[str]:
         body = script.encode()
@@ -92,3 +97,17 @@ class ShellChannel:
         if self._session is not None:
             await asyncio.to_thread(self._session.close)
             self._session = None
+
+
+def _log_event(started: datetime, script: str, user: str | None, timeout: float, result: ExecResult[str]) -> None:
+    """The transcript event an exec would have produced, so `inspect view` shows the same steps."""
+    from inspect_ai.event._sandbox import SandboxEvent
+    from inspect_ai.log._transcript import transcript
+
+    options: dict[str, Any] = {"timeout": timeout, "channel": True}
+    if user:
+        options["user"] = user
+    output = f"{result.stderr}\n\n{result.stdout}" if result.stderr else result.stdout
+    transcript()._event(SandboxEvent(timestamp=started, action="exec", cmd=shlex.join(["sh", "-c", script]),
+                                     options=options, result=result.returncode, output=output[-20000:],
+                                     completed=datetime.now(UTC)))
