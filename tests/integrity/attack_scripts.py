@@ -274,7 +274,8 @@ ATTACKS: list[Attack] = [
            f"echo 'Hello, world!' > /app/hello.txt\ndd if=/dev/zero of=/app/.fill bs=1M count={STORAGE_MB + 200}"
            " status=none\n", "storage_exceeded"),
     Attack("fork-bomb", 5, "hello-world",
-           "echo 'Hello, world!' > /app/hello.txt\ncat /sys/fs/cgroup/pids.max\n"
+           "echo 'Hello, world!' > /app/hello.txt\n"
+           "echo pids.max=$(cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max)\n"
            "python3 - <<'PY'\nimport os\npids = []\ntry:\n    while len(pids) < 100000:\n"
            "        pids.append(os.posix_spawn('/bin/sleep', ['sleep', '120'], os.environ))\n"
            "except OSError as e:\n    print('spawn refused after', len(pids), e)\nelse:\n"

@@ -86,7 +86,9 @@ def test_fork_bomb_stays_inside_its_pids_limit_and_the_eval_goes_on(attacked: di
     sample = attacked[BY_NAME["fork-bomb"].id]
     assert sample.error is None, sample.metadata.get("attack_output")
     out = str(sample.metadata.get("attack_output"))
-    limit = int(out.split()[0])  # the sandbox's own /sys/fs/cgroup/pids.max
+    limit_seen = re.search(r"pids.max=(\d+)", out)  # the sandbox's own cgroup limit (v1 or v2)
+    assert limit_seen, out
+    limit = int(limit_seen.group(1))
     refused = re.search(r"spawn refused after (\d+)", out)
     assert refused and int(refused.group(1)) < limit, out
     spec = sample.sandbox
