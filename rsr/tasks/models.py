@@ -88,6 +88,12 @@ class VerifierSection(ForeignModel):
     timeout_sec: float = 600.0
     env: dict[str, str] = Field(default_factory=dict)
     user: str | None = None
+    # rsr's own keys. `isolation`: "snapshot" runs the tests in a fresh container made from the
+    # agent's final filesystem (agent processes cannot touch them); "live" runs them beside the
+    # agent's processes, for tasks whose deliverable is a process (the tests inspect it).
+    isolation: Literal["snapshot", "live"] = "snapshot"
+    # The range of the reward and milestones; None means [0, 1].
+    reward_range: tuple[float, float] | None = None
 
     @field_validator("env", mode="before")
     @classmethod
