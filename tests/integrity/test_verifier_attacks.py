@@ -37,7 +37,7 @@ def assert_defeated(sample: Any, attack: Attack) -> dict[str, Any]:
     assert value["passed"] == 0 and value["reward"] == 0, context
     assert meta["integrity"]["mode"] == "strict", context
     if attack.error is not None:
-        assert meta["error"] == attack.error, context
+        assert meta["error"] in (attack.error, *attack.also), context
     if attack.path is not None:
         assert any(attack.path in p for p in meta["integrity"]["paths"]), context
     if attack.survivors:
