@@ -88,11 +88,15 @@ class VerifierSection(ForeignModel):
     timeout_sec: float = 600.0
     env: dict[str, str] = Field(default_factory=dict)
     user: str | None = None
-    # rsr's own keys. `isolation`: "snapshot" runs the tests in a fresh container made from the
-    # agent's final filesystem (agent processes cannot touch them); "live" runs them beside the
-    # agent's processes, for tasks whose deliverable is a process (the tests inspect it).
-    isolation: Literal["snapshot", "live"] = "snapshot"
-    # The range of the reward and milestones; None means [0, 1].
+    # Fields of rsr's (Harbor ignores them): how the verifier may run and what it may accept.
+    isolation: Literal["snapshot", "fresh", "live"] = "snapshot"
+    """snapshot: tests run in a new container made from the agent's final filesystem, joined to
+    its network namespace (servers the agent left running stay reachable); fresh: the same
+    without the network link (tests that start and stop the services themselves); live: in the
+    agent's own container, for tests that inspect the agent's processes (Harbor's way)."""
+    allow_changes: list[str] | None = None
+    """Globs of system paths the task's deliverable may change (integrity audit). Declaring the
+    field, even empty, makes the audit strict for the task."""
     reward_range: tuple[float, float] | None = None
 
     @field_validator("env", mode="before")
