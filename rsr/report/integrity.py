@@ -1,14 +1,15 @@
 """The verifier's integrity verdicts of a run, counted from its samples' score metadata.
 
 The verifier records, per sample, `score.metadata["integrity"]` = {mode: "strict"|"warn",
-isolation: "snapshot"|"live", paths: [...], survivors: [...]} and sets `error = "tampered"` when
-the integrity audit failed the sample. A sample's verdict is
+isolation, verdict: "clean"|"warning"|"tampered"|"unchecked", paths: [...], survivors: [...]}
+and sets `error = "tampered"` when the integrity audit failed the sample. A sample's verdict is
 
 - `tampered`: the verifier failed it for tampering;
-- `warning`: the audit found changed paths or surviving processes (or other warnings) but did not
-  fail the sample (warn mode);
+- `warning`: the audit found suspicious changes or surviving processes but did not fail the
+  sample (warn mode);
 - `clean`: audited and nothing found;
-- `unknown`: no integrity record (a log from a verifier without the audit).
+- `unknown`: no integrity record (a log from a verifier without the audit) or an unaudited
+  sandbox (`unchecked`).
 """
 
 from __future__ import annotations
@@ -48,9 +49,13 @@ def sample_verdict(score_metadata: dict[str, Any] | None) -> Verdict:
         return "tampered"
     if not isinstance(record, dict):
         return "unknown"
-    if record.get("paths") or record.get("survivors") or record.get("warnings"):
-        return "warning"
-    return "clean"
+    verdict = record.get("verdict")
+    if verdict in ("clean", "warning", "tampered"):
+        return verdict
+    if verdict is not None:  # "unchecked": a sandbox the verifier could not audit
+        return "unknown"
+    # a record without a verdict: infer it from the findings
+    return "warning" if record.get("paths") or record.get("survivors") else "clean"
 
 
 def summarize(score_metadata: Iterable[dict[str, Any] | None]) -> IntegritySummary:

@@ -40,8 +40,11 @@ def test_integrity_verdicts_do_classify_the_verifiers_records() -> None:
                                            "paths": ["/usr/local/bin/python3"], "survivors": []}}
     tampered = {"error": "tampered", "integrity": {"mode": "strict", "isolation": "snapshot",
                                                    "paths": ["/etc/ld.so.preload"], "survivors": []}}
-    assert [sample_verdict(m) for m in (clean, warned, tampered, {"error": None}, None)] == [
-        "clean", "warning", "tampered", "unknown", "unknown"]
+    unchecked = {"error": None, "integrity": {"mode": "warn", "isolation": "in-place", "verdict": "unchecked"}}
+    recorded = {"error": None, "integrity": {"mode": "warn", "isolation": "live", "verdict": "warning",
+                                             "paths": [], "survivors": [], "notes": ["test.sh exited 1"]}}
+    assert [sample_verdict(m) for m in (clean, warned, tampered, {"error": None}, None, unchecked, recorded)] == [
+        "clean", "warning", "tampered", "unknown", "unknown", "unknown", "warning"]
     s = summarize([clean, clean, tampered])
     assert (s.mode, s.clean, s.tampered, s.warning, s.unknown) == ("strict", 2, 1, 0, 0)
     assert s.isolation == {"snapshot": 3} and s.strict
