@@ -75,7 +75,7 @@ TB2_SUITES = {"tb2", "tb2_1"}
 SELECTION_ARGS = {"path", "tasks", "exclude"}
 # `-T integrity=...` chooses how hard the verifier audits, never what is measured.
 INTEGRITY_ARG = "integrity"
-INTEGRITY_MODES = ("strict", "warn")
+INTEGRITY_MODES = ("auto", "strict", "warn")
 # The agents rsr registers (rsr._registry); anything else is a board's explicit choice.
 RSR_HARNESSES = {"rsr/terminus2", "rsr/statem", "rsr/rsrt", "rsr/oracle", "rsr/null"}
 TOL = 1e-9
@@ -314,22 +314,62 @@ def _reward_read(event: Any) -> tuple[str, str] | None:
     return None
 
 
-def _check_reward_read(events: list[Any], score: Any, where: str, problems: list[str]) -> None:
-    """The reward metrics in the score metadata must be what the transcript shows the
-    verifier reading from the reward file inside the sandbox."""
+# A verifier that reads the reward files from the host (not through an exec in the sandbox)
+# records what it read as `transcript().info({REWARD_FILES_KEY: {"reward.txt": text|None,
+# "reward.json": text|None}}, source=VERIFIER_SOURCE)`.
+VERIFIER_SOURCE = "rsr/verifier"
+REWARD_FILES_KEY = "reward_files"
+
+
+def _reward_files_recorded(event: Any) -> tuple[bytes | None, bytes | None] | None:
+    if event.event != "info" or event.source != VERIFIER_SOURCE or not isinstance(event.data, dict):
+        return None
+    files = event.data.get(REWARD_FILES_KEY)
+    if not isinstance(files, dict):
+        return None
+
+    def raw(name: str) -> bytes | None:
+        value = files.get(name)
+        return value.encode() if isinstance(value, str) else None
+
+    return raw("reward.txt"), raw("reward.json")
+
+
+def _metrics_seen(events: list[Any]) -> dict[str, float] | str | None:
+    """The metrics of the reward file the transcript shows the verifier reading (a str: why the
+    file cannot be read; None: no read at all)."""
+    from rsr.verify.reward import RewardError, read_reward
     from rsr.verify.verifier import parse_reward
 
-    if (score.metadata or {}).get("error"):
-        return
+    recorded = [r for r in map(_reward_files_recorded, events) if r is not None]
+    if recorded:
+        txt, js = recorded[-1]
+        try:
+            return read_reward(txt, js, milestones=[], strict=False).metrics
+        except RewardError as e:
+            return str(e)
     reads = [r for r in map(_reward_read, events) if r is not None]
     if not reads:
-        problems.append(f"{where}: transcript shows no read of the reward file")
-        return
+        return None
     kind, text = reads[-1]
     try:
-        _, _, seen = parse_reward(text, kind, [])
+        return parse_reward(text, kind, [])[2]
     except ValueError as e:
-        problems.append(f"{where}: reward file as read in the transcript: {e}")
+        return str(e)
+
+
+def _check_reward_read(events: list[Any], score: Any, where: str, problems: list[str]) -> None:
+    """The reward metrics in the score metadata must be what the transcript shows the
+    verifier reading from the reward file (an exec in the sandbox, or the verifier's record of
+    the files it read from the host)."""
+    if (score.metadata or {}).get("error"):
+        return
+    seen = _metrics_seen(events)
+    if seen is None:
+        problems.append(f"{where}: transcript shows no read of the reward file")
+        return
+    if isinstance(seen, str):
+        problems.append(f"{where}: reward file as read in the transcript: {seen}")
         return
     recorded = (score.metadata or {}).get("metrics") or {}
     if not _close(seen, {str(k): v for k, v in recorded.items()}):

@@ -148,3 +148,32 @@ def test_strict_board_rejects_logs_not_verified_under_strict_integrity(
     warn = _rewritten(log_of("oracle"), tmp_path / "warn.eval", as_warn)
     with pytest.raises(LogValidationError, match=r"requires strict integrity.*rerun with -T integrity=strict"):
         validate_log(warn, load_board(board))
+
+
+def _read_host_side(log: EvalLog, txt: str | None = None) -> None:
+    """The log as a verifier that reads the reward files from the host records it: no reward
+    read by exec in the sandbox, an info event with the files instead."""
+    from inspect_ai.event import InfoEvent
+
+    for s in log.samples or []:
+        metrics = (s.scores["verifier"].metadata or {}).get("metrics") or {}
+        events = [e for e in s.events if not (e.event == "sandbox" and "reward" in (e.cmd or ""))]
+        at = next(i for i, e in enumerate(events) if e.event == "score")
+        files = {"reward.txt": txt if txt is not None else f"{metrics.get('reward', 0):g}\n", "reward.json": None}
+        events.insert(at, InfoEvent(source="rsr/verifier", data={"reward_files": files}))
+        s.events = events
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_validate_log_does_accept_reward_files_recorded_by_a_host_side_verifier(
+        log_of, board: Path, tmp_path: Path) -> None:
+    ok = _rewritten(log_of("oracle"), tmp_path / "host.eval", _read_host_side)
+    assert validate_log(ok, load_board(board)).run.solver == "rsr/oracle"
+
+    def forged(log: EvalLog) -> None:  # the files said 0, the metadata and value say 1
+        _read_host_side(log, txt="0\n")
+
+    bad = _rewritten(log_of("oracle"), tmp_path / "forged.eval", forged)
+    with pytest.raises(LogValidationError, match=r"differ from the reward file the verifier read"):
+        validate_log(bad, load_board(board))
