@@ -508,6 +508,7 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
         task = tasks.get(name)
         if task is not None:
             _check_overrides(sid, epoch, meta, task, problems)
+            _check_isolation(sid, epoch, score, task, problems)
         events = read_eval_log_sample(str(path), id=s.id, epoch=epoch,
                                       exclude_fields=LIGHT_FIELDS - {"events"}).events
         _check_sample_scores(s, events, summaries.get((sid, epoch)), problems)
@@ -535,10 +536,10 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
     # Errored samples were never verified: they have no verdict (and count as failures anyway).
     scores = [(s.scores or {}).get(SCORER) for s in samples.values()]
     integrity = summarize(score.metadata for score in scores if score is not None)
-    if board.config.integrity == "strict" and not integrity.strict:
+    if board.config.integrity == "strict" and (not integrity.strict or integrity.unknown):
         problems.append(f"the board requires strict integrity, but the samples were verified in "
-                        f"mode {integrity.mode!r} ({integrity.unknown} without an integrity "
-                        "record); rerun with -T integrity=strict")
+                        f"mode {integrity.mode!r} ({integrity.unknown} without an audited "
+                        "verdict); rerun with -T integrity=strict in the rsr-docker sandbox")
     if log.results is None:
         problems.append("header has no results")
     else:
@@ -566,6 +567,16 @@ def _check_overrides(sid: str, epoch: int, meta: dict[str, Any], task: Any,
         if key in meta and not _close(meta[key], want):
             problems.append(f"sample {sid} epoch {epoch}: {key} = {meta[key]} overrides the "
                             f"task's {want}")
+
+
+def _check_isolation(sid: str, epoch: int, score: Any, task: Any, problems: list[str]) -> None:
+    """A sample is verified in the isolation its task declares, never a weaker one: the
+    strongest a task allows is the one it declares (live only for process deliverables)."""
+    record = ((score.metadata or {}) if score is not None else {}).get("integrity")
+    declared = task.config.verifier.isolation
+    if isinstance(record, dict) and record.get("isolation") not in (None, declared):
+        problems.append(f"sample {sid} epoch {epoch}: verified in isolation "
+                        f"{record.get('isolation')!r}, but the task declares {declared!r}")
 
 
 class SuiteResult(BaseModel):

@@ -177,3 +177,17 @@ def test_validate_log_does_accept_reward_files_recorded_by_a_host_side_verifier(
     bad = _rewritten(log_of("oracle"), tmp_path / "forged.eval", forged)
     with pytest.raises(LogValidationError, match=r"differ from the reward file the verifier read"):
         validate_log(bad, load_board(board))
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_validate_log_rejects_a_sample_verified_in_a_weaker_isolation_than_its_task_declares(
+        log_of, board: Path, tmp_path: Path) -> None:
+    def live(log: EvalLog) -> None:  # core tasks declare snapshot isolation (the default)
+        sample = log.samples[0]
+        sample.scores["verifier"].metadata["integrity"] = {
+            "mode": "strict", "isolation": "live", "verdict": "clean", "paths": [], "survivors": []}
+
+    bad = _rewritten(log_of("oracle"), tmp_path / "live.eval", live)
+    with pytest.raises(LogValidationError, match=r"verified in isolation 'live', but the task declares 'snapshot'"):
+        validate_log(bad, load_board(board))
