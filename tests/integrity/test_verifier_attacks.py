@@ -13,11 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from attack_scripts import ATTACKS, CONTROL_TASKS, ORACLE, Attack, run_attacks
+from attack_scripts import ATTACKS, CONTROL_TASKS, LIVE_TASK, ORACLE, Attack, run_attacks
 
 pytestmark = pytest.mark.docker
 
 BY_NAME = {a.name: a for a in ATTACKS}
+
+
+def names(family: int) -> list[Any]:
+    """The family's attacks; one the defence cannot stop by design is a strict xfail, so that
+    a stronger defence shows up (XPASS) and the README's limits get updated."""
+    return [pytest.param(a.name, marks=pytest.mark.xfail(strict=True, reason=a.known_limit))
+            if a.known_limit else a.name for a in ATTACKS if a.family == family]
 
 
 @pytest.fixture(scope="module")
@@ -54,18 +61,19 @@ def test_oracle_control_passes_under_strict_integrity(attacked: dict[str, Any], 
     assert not meta["integrity"].get("paths") and not meta["integrity"].get("survivors")
 
 
-@pytest.mark.parametrize("name", [a.name for a in ATTACKS if a.family == 1])
+@pytest.mark.parametrize("name", names(1))
 def test_verifier_rejects_leftover_agent_processes(attacked: dict[str, Any], name: str) -> None:
-    meta = assert_defeated(attacked[BY_NAME[name].id], BY_NAME[name])
-    assert meta["integrity"]["isolation"] == "snapshot"
+    attack = BY_NAME[name]
+    meta = assert_defeated(attacked[attack.id], attack)
+    assert meta["integrity"]["isolation"] == ("live" if attack.task == LIVE_TASK else "snapshot")
 
 
-@pytest.mark.parametrize("name", [a.name for a in ATTACKS if a.family == 2])
+@pytest.mark.parametrize("name", names(2))
 def test_verifier_rejects_shadowed_tools_and_startup_hooks(attacked: dict[str, Any], name: str) -> None:
     assert_defeated(attacked[BY_NAME[name].id], BY_NAME[name])
 
 
-@pytest.mark.parametrize("name", [a.name for a in ATTACKS if a.family == 3])
+@pytest.mark.parametrize("name", names(3))
 def test_verifier_rejects_forged_reward_files(attacked: dict[str, Any], name: str) -> None:
     assert_defeated(attacked[BY_NAME[name].id], BY_NAME[name])
 
