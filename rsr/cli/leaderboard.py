@@ -61,7 +61,8 @@ def check(logs: _LOGS, board: _BOARD = DEFAULT_BOARD) -> None:
 def add(
     logs: _LOGS,
     model_name: Annotated[str, typer.Option("--model-name", help="Display name of the model.")],
-    harness: Annotated[str, typer.Option("--harness", help="Harness/agent, e.g. terminus2.")],
+    harness: Annotated[str, typer.Option("--harness", help="The agent the logs ran, e.g. "
+                                         "terminus2 (= rsr/terminus2); must match every log.")],
     board: _BOARD = DEFAULT_BOARD,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite an existing entry.")
                        ] = False,
