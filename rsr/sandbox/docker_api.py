@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 SANDBOX_NAME = "rsr-docker"
 KEEPALIVE = ["sleep", "infinity"]
 DEFAULT_PIDS_LIMIT = 4096
-STORAGE_POLL_SECONDS = 2.0
+STORAGE_POLL_SECONDS = 1.0
 
 
 class RsrDockerConfig(BaseModel):
@@ -219,7 +219,7 @@ class RsrDockerSandbox(SandboxEnvironment):
         while True:
             await asyncio.sleep(STORAGE_POLL_SECONDS)
             try:
-                used = await asyncio.to_thread(_writable_bytes, self.container)
+                used = await asyncio.to_thread(engine.writable_bytes, self.container)
             except (APIError, NotFound):
                 return
             if used > limit_mb * 1024 * 1024:
@@ -367,11 +367,6 @@ def _create_container(task_name: str, cfg: RsrDockerConfig) -> tuple[str, str]:
         engine.remove_container(container)
         raise
     return container, workdir
-
-
-def _writable_bytes(container: str) -> int:
-    found = engine.api().containers(all=True, size=True, filters={"id": container})
-    return int(found[0].get("SizeRw") or 0) if found else 0
 
 
 def _kill(container: str) -> None:

@@ -351,3 +351,22 @@ class ExecSession:
             self._sock.close()
         finally:
             self._raw.close()
+
+
+def writable_bytes(container: str) -> int:
+    """Bytes the container has written to its own layer: a walk of its overlay2 upper directory
+    on this host (milliseconds), else the engine's size report (slower: it diffs the layers)."""
+    info = api().inspect_container(container)
+    driver = info.get("GraphDriver") or {}
+    upper = (driver.get("Data") or {}).get("UpperDir")
+    if driver.get("Name") == "overlay2" and upper and os.path.isdir(upper):
+        total = 0
+        for root, dirs, files in os.walk(upper):
+            for name in files + dirs:
+                try:
+                    total += os.lstat(os.path.join(root, name)).st_blocks * 512
+                except OSError:
+                    continue
+        return total
+    found = api().containers(all=True, size=True, filters={"id": container})
+    return int(found[0].get("SizeRw") or 0) if found else 0

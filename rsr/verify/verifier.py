@@ -183,6 +183,13 @@ async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity:
     failed result with the reason, never an exception that would stop the whole eval.
     """
     started = time.monotonic()
+    mode = strictness(task, integrity)
+    chosen = isolation or task.config.verifier.isolation
+
+    def stopped() -> IntegrityReport:
+        return IntegrityReport(mode=mode, isolation=chosen, verdict="unchecked",
+                               notes=["no verdict: the sample ended before its tests could run"])
+
     try:
         if sbx is None:
             from inspect_ai.util import sandbox as current_sandbox
@@ -190,14 +197,14 @@ async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity:
             sbx = current_sandbox()
         storage = getattr(getattr(sbx, "_sandbox", sbx), "storage_exceeded", None)
         if storage:
-            return _failed("storage_exceeded", f"the sample was stopped: {storage}", started)
+            return _failed("storage_exceeded", f"the sample was stopped: {storage}", started, integrity=stopped())
         container = await container_of(sbx)
-        mode = strictness(task, integrity)
         if container is None:
             return await _verify_in_place(task, sbx, started, mode)
-        return await _verify_engine(task, sbx, container, started, mode, isolation or task.config.verifier.isolation)
+        return await _verify_engine(task, sbx, container, started, mode, chosen)
     except Exception as e:  # noqa: BLE001 - cancellation is a BaseException and still propagates
-        return _failed("sandbox_error", f"the sandbox failed during verification: {type(e).__name__}: {e}", started)
+        return _failed("sandbox_error", f"the sandbox failed during verification: {type(e).__name__}: {e}", started,
+                       integrity=stopped())
 
 
 def strictness(task: LoadedTask, integrity: Integrity) -> Literal["strict", "warn"]:
@@ -238,6 +245,13 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
 
     report = IntegrityReport(mode=mode, isolation=isolation)
     allow = task.config.verifier.allow_changes or []
+    limit_mb = task.config.environment.storage_mb
+    if limit_mb:
+        # The watchdog polls; a burst written just before the agent ended is caught here.
+        used = await asyncio.to_thread(engine.writable_bytes, container)
+        if used > limit_mb * 1024 * 1024:
+            return _failed("storage_exceeded", f"the sandbox wrote {used / 2**20:.0f} MB, above the task's "
+                           f"storage limit of {limit_mb} MB", started, integrity=report)
 
     async def run_audit() -> integrity.AuditReport:
         t0 = time.monotonic()
