@@ -74,11 +74,12 @@ class DatasetConfig(_Strict):
 class DataConfig(_Strict):
     datasets: list[DatasetConfig] = Field(min_length=1)
     max_length: int = Field(1024, ge=16, description="tokens per training row")
-    long_trajectories: Literal["split", "drop"] = Field(
+    long_trajectories: Literal["split", "skip"] = Field(
         "split",
-        description="over-long trajectories: 'split' keeps every step whose exact inference"
-        " prefix plus reply fits in max_length and drops later steps; 'drop' drops the whole"
-        " trajectory. Counts go to the run card; nothing is truncated mid-turn.")
+        description="rows longer than max_length: 'split' splits them at their hand-off"
+        " messages into the contexts the model saw and skips pieces that still do not fit;"
+        " 'skip' skips the whole row. Never truncated (the ending is what matters most);"
+        " every skipped row is listed in the run card.")
     packing: bool = False
     mask_check_rows: int | None = Field(
         256, ge=1, description="rows whose assistant mask is checked token by token (None = all)")

@@ -53,6 +53,8 @@ class RunCard(BaseModel):
     rows_dropped_too_long: int
     steps_dropped_too_long: int
     rows_split: int
+    skipped_too_long: list[dict[str, Any]] = []
+    """Every row (or hand-off piece) skipped for not fitting max_length, with its provenance."""
     tokens: int
     assistant_tokens: int
     mask_rows_checked: int

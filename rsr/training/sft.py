@@ -190,7 +190,7 @@ def _data(recipe: TrainRecipe, loaded: list[LoadedDataset], tokenizer: Any, temp
     with console.status("checking lengths"):
         for d in loaded:
             rows_d, stats = fit_to_length(d.rows, tokenizer, template, cfg.max_length,
-                                          cfg.long_trajectories)
+                                          cfg.long_trajectories, dataset=d.name)
             per_dataset.append((d, rows_d, stats))
     rows, used = mix([(d.config, r) for d, r, _ in per_dataset], recipe.train.seed)
     if not rows:
@@ -199,8 +199,12 @@ def _data(recipe: TrainRecipe, loaded: list[LoadedDataset], tokenizer: Any, temp
     total = LengthStats()
     for _, _, s in per_dataset:
         total.add(s)
-    console.print(f"rows: {len(rows)} (dropped too long: {total.rows_dropped_too_long}, split:"
-                  f" {total.rows_split}, steps dropped: {total.steps_dropped_too_long})")
+    console.print(f"rows: {len(rows)} (skipped too long: {total.rows_dropped_too_long}, split at"
+                  f" hand-offs: {total.rows_split}, replies skipped: "
+                  f"{total.steps_dropped_too_long})")
+    for skipped in total.skipped[:20]:
+        console.print(f"[yellow]skipped[/yellow] {skipped['dataset']} row {skipped['row']}"
+                      f" ({skipped['task']}, {skipped['tokens']} > {skipped['max_length']} tokens)")
     return _Data(loaded, per_dataset, rows, used, total)
 
 
@@ -338,6 +342,7 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
         rows_dropped_too_long=data.total.rows_dropped_too_long,
         steps_dropped_too_long=data.total.steps_dropped_too_long,
         rows_split=data.total.rows_split,
+        skipped_too_long=data.total.skipped,
         tokens=tokens,
         assistant_tokens=assistant_tokens,
         mask_rows_checked=len(expected),

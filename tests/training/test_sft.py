@@ -59,14 +59,16 @@ def test_full_sft_writes_run_card_plot_and_loadable_final(full_run: tuple[Path, 
         assert (final / name).is_file(), name
 
 
-def test_full_sft_counts_long_trajectories_instead_of_truncating(
+def test_full_sft_reports_long_trajectories_instead_of_truncating(
         full_run: tuple[Path, Any]) -> None:
     _, card = full_run
     long = next(d for d in card.datasets if d.name == "long")
     assert (long.rows_read, long.rows_kept, long.rows_split, long.rows_dropped_too_long) == (
-        2, 1, 1, 1)
-    assert long.steps_kept == 1 and long.steps_dropped_too_long == 2 + 3
-    assert card.rows == 24 + 1 and card.rows_dropped_too_long == 1
+        2, 1, 1, 2)
+    assert long.steps_kept == 2 and long.steps_dropped_too_long == 1 + 3
+    assert card.rows == 24 + 1 and card.rows_dropped_too_long == 2
+    assert [(s["dataset"], s["row"], s["piece"]) for s in card.skipped_too_long] == [
+        ("long", 0, 0), ("long", 1, 0)]
 
 
 def test_saved_checkpoint_reloads_and_generates(full_run: tuple[Path, Any]) -> None:
