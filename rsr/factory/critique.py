@@ -339,8 +339,7 @@ def reply_leaks(messages: list[dict[str, str]], material: TaskMaterial) -> list[
                                       source=f"reply {turn}: {r.source}, typed before any "
                                              "output showed it"))
         for value, rel in values.items():
-            if value in text and value not in seen and \
-                    re.search(rf"(?<![\w]){re.escape(value)}(?![\w])", text):
+            if value in text and value not in seen and contains_value(text, value):
                 reasons.append(Reason(check="verifier leakage in a reply", item=value,
                                       source=f"reply {turn}: hidden value ({rel}) typed before "
                                              "any output showed it"))
@@ -377,18 +376,41 @@ def _overlap(check: str, label: str, files: dict[str, str], runbook: str, public
 _LITERAL = re.compile(r"\"([^\"\n]{3,80})\"|'([^'\n]{3,80})'|(?<![\w.])(\d+(?:\.\d+)+|\d{3,})(?![\w.])")
 
 
+def contains_value(text: str, value: str) -> bool:
+    """`value` occurs in `text` as a whole (not inside a longer word or number)."""
+    left = r"(?<![\w.])" if re.match(r"\w", value) else ""
+    right = r"(?![\w])" if re.search(r"\w$", value) else ""
+    return re.search(left + re.escape(value) + right, text) is not None
+
+
+def _distinctive(value: str) -> bool:
+    """A literal that names an expected result, not vocabulary: it has a digit, is a phrase,
+    or has punctuation beyond what command and path names use."""
+    return bool(re.search(r"\d", value) or (" " in value.strip() and len(value) >= 10)
+                or re.search(r"[^\w\s/.-]", value))
+
+
 def expected_values(tests: dict[str, str], public: str) -> dict[str, str]:
-    """Literals of the test files that the agent cannot see anywhere: value -> test file."""
+    """Literals of the test files that the agent cannot see anywhere: value -> test file.
+
+    Format strings and escaped text count by their fixed parts too (the text between
+    `{...}` fields, escapes and quotes), so a runbook quoting a test's failure message or a
+    line of its expected output is caught without the placeholders."""
     out: dict[str, str] = {}
     for rel, text in tests.items():
         for m in _LITERAL.finditer(text):
             value = next(g for g in m.groups() if g is not None).strip()
-            distinctive = bool(re.search(r"[\d\W]", value)) or len(value) >= 10
-            if len(value) < 3 or not distinctive or value in public:
-                continue
-            if re.fullmatch(r"[\W_]+|%\w|\{\w*\}|\\\w", value):
-                continue
-            out.setdefault(value, rel)
+            parts = [value] + [p for p in re.split(r"\{[^{}]*\}|\\[ntr0]|['\"]", value)
+                               if p != value]
+            for part in parts:
+                part = part.strip() if part is value else part.strip(" ,.;:!?")
+                if part is not value and (len(part.strip()) < 12 or " " not in part.strip()):
+                    continue
+                if len(part) < 3 or not _distinctive(part) or part.strip() in public:
+                    continue
+                if re.fullmatch(r"[\W_]+|%\w|\{\w*\}|\\\w", part):
+                    continue
+                out.setdefault(part, rel)
     return out
 
 
@@ -439,7 +461,7 @@ def deterministic_checks(task: LoadedTask, raw: str | dict, source: Source | Non
     reasons += _overlap("verifier leakage", "hidden test tests/", material.tests, text,
                         material.public, public_shingles)
     for value, rel in expected_values(material.tests, material.public).items():
-        if re.search(rf"(?<![\w]){re.escape(value)}(?![\w])", text):
+        if contains_value(text, value):
             reasons.append(Reason(check="verifier leakage", item=value,
                                   source=f"expected value found only in hidden test tests/{rel}"))
 
@@ -447,7 +469,7 @@ def deterministic_checks(task: LoadedTask, raw: str | dict, source: Source | Non
     reasons += command_leaks(text, material)
     reasons += hash_leaks(text, hidden_hashes(material), material.public)
     for value, rel in produced_values(material).items():
-        if re.search(rf"(?<![\w.]){re.escape(value)}(?![\w])", text):
+        if contains_value(text, value):
             reasons.append(Reason(check="answer leakage", item=value,
                                   source=f"value the source run produced in {rel}"))
 
