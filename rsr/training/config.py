@@ -81,6 +81,13 @@ class DataConfig(_Strict):
         " 'skip' skips the whole row. Never truncated (the ending is what matters most);"
         " every skipped row is listed in the run card.")
     packing: bool = False
+    validation_fraction: float = Field(
+        0.0, ge=0, lt=1,
+        description="share of *tasks* (never of rows: rows of one task are near relatives)"
+        " held out from training; their loss before and after training goes to the run card")
+    validation_tasks: list[str] = Field(
+        default_factory=list, description="tasks to hold out by name (with or without the"
+        " fraction); rows without a task column always train")
     mask_check_rows: int | None = Field(
         256, ge=1, description="rows whose assistant mask is checked token by token (None = all)")
     loss_probe_rows: int = Field(

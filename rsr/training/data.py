@@ -178,6 +178,21 @@ def load_dataset(cfg: DatasetConfig) -> LoadedDataset:
     return LoadedDataset(cfg, cfg.name or path.name, file_sha256(path), rows, stripped)
 
 
+def validation_tasks(rows: Sequence[TrajectoryRow], fraction: float, named: Sequence[str],
+                     seed: int) -> set[str]:
+    """Tasks held out for validation: the named ones plus a seeded, order-independent share
+    of the rest (ranked by a hash of seed and task), at least one when the share is > 0 and
+    there are two tasks or more."""
+    tasks = sorted({r.task for r in rows if r.task})
+    held = {t for t in named if t in tasks}
+    rest = [t for t in tasks if t not in held]
+    if fraction > 0 and len(tasks) >= 2:
+        want = max(1, round(fraction * len(tasks))) - len(held)
+        ranked = sorted(rest, key=lambda t: hashlib.sha256(f"{seed}:{t}".encode()).hexdigest())
+        held |= set(ranked[:max(want, 0)])
+    return held
+
+
 def token_ids(tokenizer: Any, text: str) -> list[int]:
     # apply_chat_template tokenizes without adding BOS/EOS; so must every count here.
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])

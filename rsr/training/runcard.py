@@ -62,6 +62,11 @@ class RunCard(BaseModel):
     loss_probe_rows: int
     train_loss_start: float
     train_loss_end: float
+    validation_tasks: list[str] = []
+    """Tasks held out from training (by task, never by row)."""
+    validation_rows: int = 0
+    validation_loss_start: float | None = None
+    validation_loss_end: float | None = None
     logged_loss: list[tuple[int, float]]
     global_steps: int
     epochs: float

@@ -36,6 +36,7 @@ from rsr.training.data import (
     load_dataset,
     mix,
     token_ids,
+    validation_tasks,
 )
 from rsr.training.render import load_chat_template, render_messages
 from rsr.training.runcard import LOSS_PNG, RUN_CARD, DatasetCard, RunCard, git_state, plot_loss
@@ -119,6 +120,8 @@ class _Data:
     rows: list[list[dict[str, str]]]
     used: list[int]
     total: LengthStats
+    validation: list[list[dict[str, str]]]
+    validation_tasks: list[str]
 
 
 def _sft_config(recipe: TrainRecipe, ckpt_dir: Path) -> Any:
@@ -187,11 +190,19 @@ def _data(recipe: TrainRecipe, loaded: list[LoadedDataset], tokenizer: Any, temp
           console: Console) -> _Data:
     cfg = recipe.data
     per_dataset = []
+    held = validation_tasks([r for d in loaded for r in d.rows], cfg.validation_fraction,
+                            cfg.validation_tasks, recipe.train.seed)
+    validation: list[list[dict[str, str]]] = []
     with console.status("checking lengths"):
         for d in loaded:
-            rows_d, stats = fit_to_length(d.rows, tokenizer, template, cfg.max_length,
+            train_rows = [r for r in d.rows if r.task not in held]
+            val_rows = [r for r in d.rows if r.task in held]
+            rows_d, stats = fit_to_length(train_rows, tokenizer, template, cfg.max_length,
                                           cfg.long_trajectories, dataset=d.name)
             per_dataset.append((d, rows_d, stats))
+            if val_rows:
+                validation += fit_to_length(val_rows, tokenizer, template, cfg.max_length,
+                                            cfg.long_trajectories, dataset=d.name)[0]
     rows, used = mix([(d.config, r) for d, r, _ in per_dataset], recipe.train.seed)
     if not rows:
         raise RsrError(f"no training rows left: every trajectory is longer than max_length"
@@ -205,7 +216,10 @@ def _data(recipe: TrainRecipe, loaded: list[LoadedDataset], tokenizer: Any, temp
     for skipped in total.skipped[:20]:
         console.print(f"[yellow]skipped[/yellow] {skipped['dataset']} row {skipped['row']}"
                       f" ({skipped['task']}, {skipped['tokens']} > {skipped['max_length']} tokens)")
-    return _Data(loaded, per_dataset, rows, used, total)
+    if held:
+        console.print(f"validation: {len(validation)} rows of {len(held)} held-out task(s):"
+                      f" {', '.join(sorted(held))}")
+    return _Data(loaded, per_dataset, rows, used, total, validation, sorted(held))
 
 
 def _model(recipe: TrainRecipe, tokenizer: Any, base_dir: Path, args: Any) -> Any:
@@ -282,11 +296,14 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
                                recipe.data.mask_check_rows)
 
     probe = data.rows[: recipe.data.loss_probe_rows]
+    evals = {"probe": Dataset.from_list([{"messages": m} for m in probe])}
+    if data.validation:
+        evals["validation"] = Dataset.from_list([{"messages": m} for m in data.validation])
     trainer = SFTTrainer(
         model=_model(recipe, tokenizer, base_dir, args),
         args=args,
         train_dataset=Dataset.from_list([{"messages": m} for m in data.rows]),
-        eval_dataset=Dataset.from_list([{"messages": m} for m in probe]),
+        eval_dataset=evals,
         processing_class=tokenizer,
         peft_config=_peft_config(recipe),
     )
@@ -301,9 +318,17 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
         if resume:
             console.print(f"resuming from {resume}")
     result = trainer.train(resume_from_checkpoint=resume)
-    loss_end = trainer.evaluate()["eval_loss"]
+    final_eval: dict[str, float] = {}
+    for name, ds in evals.items():
+        final_eval.update(trainer.evaluate(ds, metric_key_prefix=f"eval_{name}"))
     history = trainer.state.log_history  # restored from the checkpoint when resuming
-    loss_start = next(h["eval_loss"] for h in history if "eval_loss" in h)
+
+    def first(key: str) -> float | None:
+        return next((h[key] for h in history if key in h), None)
+
+    loss_start, loss_end = first("eval_probe_loss"), final_eval["eval_probe_loss"]
+    val_start = first("eval_validation_loss")
+    val_end = final_eval.get("eval_validation_loss")
 
     trainer.save_model(str(final))
     if is_main:
@@ -348,8 +373,12 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
         mask_rows_checked=len(expected),
         mask_assistant_tokens_checked=sum(sum(m) for _, _, m in expected),
         loss_probe_rows=len(probe),
-        train_loss_start=float(loss_start),
+        train_loss_start=float(loss_start if loss_start is not None else "nan"),
         train_loss_end=float(loss_end),
+        validation_tasks=data.validation_tasks,
+        validation_rows=len(data.validation),
+        validation_loss_start=float(val_start) if val_start is not None else None,
+        validation_loss_end=float(val_end) if val_end is not None else None,
         logged_loss=[(int(h["step"]), float(h["loss"])) for h in history
                      if "loss" in h and "step" in h],
         global_steps=result.global_step,
