@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rsr.errors import FileFormatError
-from rsr.training.render import DEFAULT_CHAT_TEMPLATE, END_OF_TURN
+from rsr.training.render import DEFAULT_CHAT_TEMPLATE, END_OF_TURN, MODEL_TEMPLATE
 from rsr.yaml_model import load_yaml_model
 
 
@@ -129,7 +129,9 @@ class TrainRecipe(_Strict):
     description: str = ""
     model: ModelConfig
     chat_template: str = Field(
-        DEFAULT_CHAT_TEMPLATE, description="packaged template name or path to a .jinja file")
+        MODEL_TEMPLATE, description="'model': the checkpoint tokenizer's own chat template (what"
+        " vLLM and hf/ apply when serving it; tiny models, which have none, use"
+        f" {DEFAULT_CHAT_TEMPLATE}); or a packaged template name or a .jinja file")
     eos_token: str = Field(END_OF_TURN, description="token ending an assistant turn")
     method: Literal["full", "lora"] = "full"
     lora: LoraConfig | None = None

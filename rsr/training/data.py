@@ -324,7 +324,11 @@ def expected_assistant_mask(
             raise MaskCheckError(f"messages[{i}]: no {eos_token!r} after the reply") from None
         reply = tokenizer.decode(ids[start:end], skip_special_tokens=False,
                                  clean_up_tokenization_spaces=False)
-        if reply != m["content"]:
+        reasoning = m.get("reasoning_content")
+        # With reasoning, the model emits the template's reasoning block, then the reply.
+        ok = reply == m["content"] or (bool(reasoning) and reply.endswith(m["content"])
+                                       and reasoning in reply[: len(reply) - len(m["content"])])
+        if not ok:
             raise MaskCheckError(f"messages[{i}]: the tokens before {eos_token!r} decode to"
                                  f" {reply[:80]!r}, not to the reply {m['content'][:80]!r}")
         mask[start : end + 1] = [1] * (end + 1 - start)

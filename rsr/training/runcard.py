@@ -42,6 +42,8 @@ class RunCard(BaseModel):
     git_dirty: bool | None
     base_model: str
     chat_template: str
+    chat_template_sha256: str | None = None
+    reasoning_rows: int = 0
     final_dir: str
     created_at: str
     runtime_s: float

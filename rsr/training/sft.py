@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -38,7 +39,12 @@ from rsr.training.data import (
     token_ids,
     validation_tasks,
 )
-from rsr.training.render import load_chat_template, render_messages
+from rsr.training.render import (
+    DEFAULT_CHAT_TEMPLATE,
+    MODEL_TEMPLATE,
+    load_chat_template,
+    render_messages,
+)
 from rsr.training.runcard import LOSS_PNG, RUN_CARD, DatasetCard, RunCard, git_state, plot_loss
 
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
@@ -52,7 +58,10 @@ def _require_train_extra() -> None:
         raise RsrError(f"training needs the [train] extra: pip install -e '.[train]' ({e})") from e
 
 
-def _load_tokenizer(recipe: TrainRecipe, template: str) -> Any:
+def _load_tokenizer(recipe: TrainRecipe) -> tuple[Any, str]:
+    """The checkpoint's tokenizer and the chat template to train with: the tokenizer's own
+    (`chat_template: model`, the default, so a served checkpoint renders prompts as it was
+    trained) or a packaged/file template."""
     from transformers import AutoTokenizer
 
     assert recipe.model.path is not None
@@ -62,12 +71,33 @@ def _load_tokenizer(recipe: TrainRecipe, template: str) -> Any:
     except OSError as e:  # not a local checkpoint, and not on (or no access to) the hub
         raise RsrError(f"model.path {recipe.model.path!r}: cannot load its tokenizer ({e});"
                        " give a checkpoint directory or a hub id") from e
+    if recipe.chat_template == MODEL_TEMPLATE:
+        if not isinstance(tok.chat_template, str) or not tok.chat_template:
+            raise RsrError(f"model.path {recipe.model.path!r}: the tokenizer has no chat"
+                           f" template of its own; set chat_template: {DEFAULT_CHAT_TEMPLATE}")
+        template = tok.chat_template
+    else:
+        template = load_chat_template(recipe.chat_template)
     tok.chat_template = template
     _check_eos(tok, recipe.eos_token, recipe.model.path)
     tok.eos_token = recipe.eos_token
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    return tok
+    return tok, template
+
+
+def has_generation_markers(template: str) -> bool:
+    return re.search(r"{%-?\s*generation\s*-?%}", template) is not None
+
+
+def supports_reasoning(template: str) -> bool:
+    """Whether the template renders an assistant message's `reasoning_content`."""
+    probe = [{"role": "user", "content": "u"},
+             {"role": "assistant", "content": "a", "reasoning_content": "rsr-probe-4f2a"}]
+    try:
+        return "rsr-probe-4f2a" in render_messages(probe, chat_template=template)
+    except Exception:  # a template that rejects the probe does not render reasoning
+        return False
 
 
 def _check_eos(tokenizer: Any, eos: str, where: str) -> None:
@@ -169,21 +199,25 @@ def _sft_config(recipe: TrainRecipe, ckpt_dir: Path) -> Any:
     )
 
 
-def _tokenizer(recipe: TrainRecipe, template: str, loaded: list[LoadedDataset],
-               base_dir: Path, console: Console) -> Any:
+def _tokenizer(recipe: TrainRecipe, loaded: list[LoadedDataset], base_dir: Path,
+               console: Console) -> tuple[Any, str]:
     from transformers import AutoTokenizer
 
     from rsr.training.tiny import train_tokenizer
 
     if recipe.model.tiny is None:
-        return _load_tokenizer(recipe, template)
+        return _load_tokenizer(recipe)
+    # A tiny model is built here and has no template of its own: ours stands in for it.
+    name = DEFAULT_CHAT_TEMPLATE if recipe.chat_template == MODEL_TEMPLATE else recipe.chat_template
+    template = load_chat_template(name)
     if (base_dir / "config.json").is_file():
         # Resuming: the tokenizer is trained on the data, so reuse the one built first.
-        return AutoTokenizer.from_pretrained(base_dir)
+        return AutoTokenizer.from_pretrained(base_dir), template
     with console.status("training the tiny tokenizer"):
-        texts = [render_messages([m.model_dump() for m in r.messages], chat_template=template)
+        texts = [render_messages([m.model_dump(exclude_none=True) for m in r.messages],
+                                 chat_template=template)
                  for d in loaded for r in d.rows]
-        return train_tokenizer(texts, recipe.model.tiny.vocab_size, template)
+        return train_tokenizer(texts, recipe.model.tiny.vocab_size, template), template
 
 
 def _data(recipe: TrainRecipe, loaded: list[LoadedDataset], tokenizer: Any, template: str,
@@ -277,8 +311,6 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
     out = Path(recipe.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     base_dir, ckpt_dir, final = out / "base", out / "checkpoints", out / "final"
-    template = load_chat_template(recipe.chat_template)
-
     # TrainingArguments first: under DeepSpeed ZeRO-3 it must exist before from_pretrained so
     # the weights are partitioned while loading instead of materialised on every rank.
     args = _sft_config(recipe, ckpt_dir)
@@ -287,22 +319,45 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
     with console.status("loading datasets"):
         loaded = [load_dataset(d) for d in recipe.data.datasets]
     console.print("datasets: " + ", ".join(f"{d.name} ({len(d.rows)} rows)" for d in loaded))
-    tokenizer = _tokenizer(recipe, template, loaded, base_dir, console)
+    tokenizer, template = _tokenizer(recipe, loaded, base_dir, console)
     base_name = str(base_dir.resolve()) if recipe.model.tiny else str(recipe.model.path)
     _check_eos(tokenizer, recipe.eos_token, base_name)
+    reasoning_rows = sum(any(m.reasoning_content for m in r.messages)
+                         for d in loaded for r in d.rows)
+    if reasoning_rows and not supports_reasoning(template):
+        raise RsrError(f"{reasoning_rows} training row(s) carry the executor's reasoning"
+                       f" (reasoning_content) but chat template {recipe.chat_template!r} does"
+                       " not render it; use the model's own template (chat_template: model) or"
+                       " one that renders reasoning_content, so it is not silently dropped")
     data = _data(recipe, loaded, tokenizer, template, console)
+    # TRL derives the loss mask from {% generation %} markers; a model's own template rarely
+    # has them, so then the rows are tokenized here and trained with the mask derived
+    # independently from the inference prompts (checked on every row).
+    pretokenized = not has_generation_markers(template)
     with console.status("checking the assistant mask"):
         expected = _mask_check(data.rows, tokenizer, template, recipe.eos_token,
-                               recipe.data.mask_check_rows)
+                               None if pretokenized else recipe.data.mask_check_rows)
 
+    def dataset(rows: list[list[dict[str, str]]], masks: Any = None) -> Any:
+        if not pretokenized:
+            return Dataset.from_list([{"messages": m} for m in rows])
+        if masks is None:
+            masks = [expected_assistant_mask(tokenizer, template, m, recipe.eos_token)
+                     for m in rows]
+        return Dataset.from_list([{"input_ids": ids, "assistant_masks": mask}
+                                  for ids, mask in masks])
+
+    if pretokenized:
+        args.assistant_only_loss = False  # the mask comes with the rows
     probe = data.rows[: recipe.data.loss_probe_rows]
-    evals = {"probe": Dataset.from_list([{"messages": m} for m in probe])}
+    evals = {"probe": dataset(probe)}
     if data.validation:
-        evals["validation"] = Dataset.from_list([{"messages": m} for m in data.validation])
+        evals["validation"] = dataset(data.validation)
     trainer = SFTTrainer(
         model=_model(recipe, tokenizer, base_dir, args),
         args=args,
-        train_dataset=Dataset.from_list([{"messages": m} for m in data.rows]),
+        train_dataset=dataset(data.rows, [(ids, mask) for _, ids, mask in expected]
+                              if pretokenized else None),
         eval_dataset=evals,
         processing_class=tokenizer,
         peft_config=_peft_config(recipe),
@@ -348,6 +403,8 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
         git_dirty=dirty,
         base_model=base_name,
         chat_template=recipe.chat_template,
+        chat_template_sha256=hashlib.sha256(template.encode()).hexdigest(),
+        reasoning_rows=reasoning_rows,
         final_dir=str(final.resolve()),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         runtime_s=round(time.time() - started, 1),
