@@ -113,11 +113,18 @@ def test_smoke_execution_failing_the_verifier_is_dropped(out: Path) -> None:
     assert not decision.kept and decision.reasons == ["failed the verifier (reward 0)"]
 
 
-def test_smoke_execution_with_underived_value_is_dropped(out: Path) -> None:
+def test_smoke_execution_typing_a_hidden_commit_id_is_dropped_by_the_reply_scan(
+        out: Path) -> None:
     decision = _decisions(out)["statem~git-recover-lost-work~e1#k0#m0"]
     executions = {e.id: e for e in read_rows(FactoryPaths(out).stage_file("executions"), Execution)}
     assert executions[decision.execution_id].passed  # the verifier alone would have kept it
     assert not decision.kept
+    # The deterministic scan finds it without any model: the id of tests/check.py was typed
+    # before any terminal output had shown it.
+    assert any(r.startswith("verifier leakage in a reply: '59f60e776126616d2cf7655fcee7cbf549e1"
+                            "8e54'") and "typed before any output showed it" in r
+               for r in decision.reasons), decision.reasons
+    # (The scripted auditor's mark is recorded too; that only shows its verdict is used.)
     assert decision.underived[0]["value"] == "59f60e776126616d2cf7655fcee7cbf549e18e54"
     assert all(row["execution_id"] != decision.execution_id for row in _rows(out))
 
