@@ -43,7 +43,9 @@ def summarised(tmp_path_factory: pytest.TempPathFactory) -> EvalSample:
                         model_args={"fixture": str(FIXTURES / "handoff-fixture.yaml")},
                         display="none", log_dir=str(tmp_path_factory.mktemp("logs")))
     # Read back from disk, as the factory does: what is compared is what the log recorded.
-    return read_eval_log(logs[0].location, resolve_attachments=True).samples[0]
+    sample = read_eval_log(logs[0].location, resolve_attachments=True).samples[0]
+    sample.metadata = {**(sample.metadata or {}), "log_location": logs[0].location}
+    return sample
 
 
 @pytest.mark.docker
@@ -72,6 +74,22 @@ def test_model_view_rows_equal_every_logged_model_call_of_a_summarised_run(
     replies = sum(m["role"] == "assistant" for s in view.segments for m in s.messages)
     assert covered == replies == 5
     assert all(GUIDANCE not in m["content"] for s in view.segments for m in s.messages)
+
+
+@pytest.mark.docker
+def test_trajectories_export_terminus2_view_writes_one_row_per_context(
+        summarised: EvalSample, tmp_path: Path) -> None:
+    import json
+
+    from rsr.trajectories.export import export_logs
+
+    log = Path(summarised.metadata["log_location"])
+    export_logs([log], "messages", tmp_path, "passed", view="terminus2")
+    rows = [json.loads(x) for x in (tmp_path / "messages.jsonl").read_text().splitlines()]
+    view = model_view(summarised)
+    assert [(r["segment"], r["segments"], r["handoff"]) for r in rows] == [(0, 2, False),
+                                                                        (1, 2, True)]
+    assert [r["messages"] for r in rows] == [s.messages for s in view.segments]
 
 
 def test_model_view_strips_statem_control_but_keeps_terminus2_warning_and_confirm() -> None:
