@@ -327,7 +327,8 @@ def reply_leaks(messages: list[dict[str, str]], material: TaskMaterial) -> list[
         if m["role"] != "assistant":
             seen += "\n" + m["content"]
             continue
-        text = m["content"]
+        # The reply protocol's own numbers (command durations) are not values of the task.
+        text = re.sub(r'"duration"\s*:\s*[\d.]+|duration="[\d.]*"', "", m["content"])
         hit = GUIDANCE_MENTIONS.search(text)
         if hit:
             reasons.append(Reason(check="private guidance mentioned", item=hit.group(0),
