@@ -186,3 +186,27 @@ def test_reply_leaks_drop_replies_that_mention_private_guidance(analysis: str,
     run[3]["content"] = _reply(analysis, ["git status --short"])
     reasons = reply_leaks(run, TaskMaterial.of(GIT))
     assert any(r.check == "private guidance mentioned" for r in reasons) == flagged, reasons
+
+
+CSV = load_task(CORE / "csv-region-summary")
+OUT = '{"north": {"orders": 2, "units": 13, "revenue": 82.47, "top_product": "Gadget"}}\n'
+
+
+@pytest.mark.parametrize(("reply_text", "shown_before", "leaks"), [
+    ("north should come out at 82.47", False, True),    # the source run's result, untyped yet
+    ("north should come out at 82.47", True, False),    # read off the program's output
+    ("wait for the script", False, False),
+])
+def test_reply_leaks_flag_values_the_source_run_produced_before_they_were_computed(
+        reply_text: str, shown_before: bool, leaks: bool) -> None:
+    source = _source("csv-region-summary")
+    source.produced_files = {"/app/out.json": OUT}
+    material = TaskMaterial.of(CSV, source)
+    observation = ("root@ab12cd34ef56:/app# cat /tmp/o.json\n" + OUT) if shown_before else "$ "
+    run = [{"role": "user", "content": CSV.instruction},
+           {"role": "assistant", "content": _reply("Run it.", ["./summarize in.csv /tmp/o.json"])},
+           {"role": "user", "content": observation},
+           {"role": "assistant", "content": json.dumps({
+               "analysis": reply_text, "plan": "p", "task_complete": False,
+               "commands": [{"keystrokes": "sleep 1\n", "duration": 82.47}]})}]
+    assert bool(reply_leaks(run, material)) == leaks
