@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rsr.errors import RsrError
+from rsr.harness import prompts
 from rsr.training.config import DatasetConfig
 from rsr.training.render import render_messages
 
@@ -215,8 +216,8 @@ class LengthStats:
             setattr(self, k, getattr(self, k) + getattr(other, k))
 
 
-HANDOFF_HEAD = "You are continuing a task that an earlier operator started in this same terminal."
-"""First words of the Terminus 2 hand-off message (rsr/harness/prompts/handoff.v1.md)."""
+HANDOFF_HEAD = prompts.load(prompts.HANDOFF).split("\n", 1)[0]
+"""First line of the Terminus 2 hand-off message (rsr/harness/prompts/handoff.v1.md)."""
 
 
 def split_at_handoffs(msgs: list[dict[str, str]]) -> list[list[dict[str, str]]]:

@@ -120,3 +120,14 @@ def test_model_view_strips_statem_control_but_keeps_terminus2_warning_and_confir
     assert {r.kind for r in view.removed} == {"first_prompt", "state_display", "confirm"}
     raw = model_view(messages, strip_source_control=False)
     assert raw.segments[0].messages[2]["content"] == mixed.text
+
+
+def test_model_view_keeps_the_reasoning_a_reply_carried() -> None:
+    from inspect_ai.model import ChatMessageAssistant, ContentReasoning, ContentText
+
+    first = user_message("FIRST", "first_prompt", "terminus2", turn=0, control=False)
+    reply = ChatMessageAssistant(content=[ContentReasoning(reasoning="The file is missing."),
+                                          ContentText(text='{"analysis": "a"}')])
+    row = model_view([first, reply]).segments[0].messages[1]
+    assert row == {"role": "assistant", "content": '{"analysis": "a"}',
+                   "reasoning_content": "The file is missing."}
