@@ -176,3 +176,16 @@ def test_export_redacts_api_keys_and_env_secrets_from_dataset_rows(tmp_path: Pat
     written = json.loads(text.splitlines()[0])
     assert "[REDACTED]" in written["messages"][1]["content"]
     assert written["content_hash"] == content_hash(written["messages"]) != row["content_hash"]
+
+
+def test_planner_sees_the_screen_of_a_confirmation_not_its_wording() -> None:
+    from rsr.factory.plan import render_trajectory
+    from rsr.harness import prompts
+
+    screen = "root@ab12cd34ef56:/app# cat hello.txt\nHello, world!\nroot@ab12cd34ef56:/app#"
+    confirm = prompts.render(prompts.CONFIRM, terminal_state=screen).rstrip("\n")
+    reply = json.dumps({"analysis": "a", "plan": "p", "task_complete": True, "commands": []})
+    text = render_trajectory([{"role": "user", "content": "prompt"},
+                              {"role": "assistant", "content": reply},
+                              {"role": "user", "content": confirm}])
+    assert screen in text and "Are you sure" not in text
