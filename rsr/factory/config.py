@@ -159,6 +159,10 @@ class FactoryConfig(_Strict):
     sandbox: Literal["docker", "k8s"] = Field(
         "docker", description="Where rollouts run: docker (this machine) or k8s (a cluster, "
                               "images from `rsr images build --push`; docs/cluster.md).")
+    integrity: Literal["strict", "auto", "warn"] = Field(
+        "strict", description="The verifier's integrity mode for every rollout: strict (default) admits a "
+                              "trajectory only when the audit, the reward file and test.sh's exit code "
+                              "all agree (README: Verifier).")
     display: Literal["factory", "inspect"] = Field(
         "factory", description="factory: one progress bar over the stages; inspect: Inspect's "
                                "own per-sample task display for every stage eval.")

@@ -145,7 +145,8 @@ def run(cfg: FactoryConfig, paths: FactoryPaths, state: State | None = None) -> 
                                                         f"{reason}")
                 continue
             source = sources[runbook.source_id]
-            sample = task_sample(load_task(source.task_dir), source.suite, cfg.sandbox)
+            sample = task_sample(load_task(source.task_dir), source.suite, cfg.sandbox,
+                                     integrity=cfg.integrity)
             sample.id = eid
             sample.metadata = {**(sample.metadata or {}), "runbook_id": runbook.id,
                                "source_id": runbook.source_id, "index": round_,
@@ -163,7 +164,7 @@ def run(cfg: FactoryConfig, paths: FactoryPaths, state: State | None = None) -> 
             samples = samples[:left]
         if samples:
             run_eval(cfg, [Task(name=f"execute_r{round_}", dataset=MemoryDataset(samples),
-                                solver=as_solver(agent_), scorer=verifier(),
+                                solver=as_solver(agent_), scorer=verifier(cfg.integrity),
                                 metadata={"factory_stage": "execute", "round": round_,
                                           "prompts": [GUIDANCE_PROMPT]})],
                      log_dir, cfg.models.for_role("executor"))
