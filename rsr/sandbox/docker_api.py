@@ -170,9 +170,8 @@ class RsrDockerSandbox(SandboxEnvironment):
 
     @classmethod
     async def task_init(cls, task_name: str, config: Any) -> None:
-        # A run that crashed (or was killed) left labelled containers behind: remove them now.
-        for info in await asyncio.to_thread(engine.orphaned_containers):
-            await asyncio.to_thread(engine.remove_container, info["Id"])
+        # A run that crashed (or was killed) left labelled containers and snapshots: remove them now.
+        await asyncio.to_thread(engine.remove_orphans)
         cfg = _config(config)
         try:
             await asyncio.to_thread(_images.ensure, cfg)
@@ -209,11 +208,13 @@ class RsrDockerSandbox(SandboxEnvironment):
 
     @classmethod
     async def cli_cleanup(cls, id: str | None) -> None:
-        """`inspect sandbox cleanup rsr-docker [ID]`: containers of runs that are gone (or ID)."""
-        targets = [{"Id": id}] if id else await asyncio.to_thread(engine.orphaned_containers)
-        for info in targets:
-            await asyncio.to_thread(engine.remove_container, info["Id"])
-        print(f"removed {len(targets)} rsr-docker container(s)")
+        """`inspect sandbox cleanup rsr-docker [ID]`: what runs that are gone left behind (or ID)."""
+        if id:
+            await asyncio.to_thread(engine.remove_container, id)
+            print(f"removed container {id}")
+            return
+        removed = await asyncio.to_thread(engine.remove_orphans)
+        print(f"removed {removed} rsr-docker container(s) and snapshot image(s) of runs that are gone")
 
     async def _watch_storage(self, limit_mb: int) -> None:
         while True:

@@ -287,6 +287,31 @@ def owned_containers(all_owners: bool = False) -> list[dict[str, Any]]:
     return api().containers(all=True, filters={"label": label})
 
 
+def orphaned_images() -> list[str]:
+    """Snapshot images (`rsr-verify:*`) of runs whose owning process on this host is gone."""
+    found = []
+    for info in api().images(filters={"label": f"{LABEL_SANDBOX}=rsr-verify"}):
+        owner = (info.get("Labels") or {}).get(LABEL_OWNER, "")
+        if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+            found.append(info["Id"])
+    return found
+
+
+def remove_orphans() -> int:
+    """Remove what crashed runs left (containers first: they hold their images). Returns a count."""
+    removed = 0
+    for info in orphaned_containers():
+        remove_container(info["Id"])
+        removed += 1
+    for image in orphaned_images():
+        try:
+            api().remove_image(image, force=True)
+            removed += 1
+        except (APIError, NotFound):
+            pass
+    return removed
+
+
 def orphaned_containers() -> list[dict[str, Any]]:
     """rsr containers whose owning process on this host is gone (a crashed or killed run)."""
     orphans = []

@@ -74,7 +74,10 @@ def create(agent_container: str, task: LoadedTask, join_network: bool = True) ->
     source = api.inspect_container(agent_container)
     tag = f"rsr-verify:{uuid.uuid4().hex[:16]}"
     # pause=True (the default) freezes the agent's processes while the filesystem is copied.
-    image = api.commit(agent_container, repository=tag.split(":")[0], tag=tag.split(":")[1])["Id"]
+    # Labelled with its owner so a crashed run's snapshot images are found and removed later.
+    image = api.commit(agent_container, repository=tag.split(":")[0], tag=tag.split(":")[1],
+                       conf={"Labels": {**(source["Config"].get("Labels") or {}), engine.LABEL_SANDBOX: "rsr-verify",
+                                        engine.LABEL_OWNER: str(os.getpid())}})["Id"]
     host_dir = Path(tempfile.mkdtemp(prefix="sample-", dir=_scratch_root()))
     tests_dir, logs_dir = host_dir / "tests", host_dir / "verifier"
     tests_dir.mkdir()

@@ -110,9 +110,13 @@ def test_rsr_docker_cleanup_removes_containers_of_a_dead_run() -> None:
                                    labels={engine.LABEL_SANDBOX: "rsr-docker", engine.LABEL_OWNER: str(dead.pid)},
                                    host_config=api.create_host_config(network_mode="none"))
     api.start(created["Id"])
+    snapshot = api.commit(created["Id"], repository="rsr-verify", tag=f"orphan-{dead.pid}",
+                          conf={"Labels": {engine.LABEL_SANDBOX: "rsr-verify", engine.LABEL_OWNER: str(dead.pid)}})
     assert created["Id"] in {c["Id"] for c in engine.orphaned_containers()}
+    assert snapshot["Id"] in engine.orphaned_images()
     asyncio.run(RsrDockerSandbox.cli_cleanup(None))
     assert not api.containers(all=True, filters={"id": created["Id"]})
+    assert snapshot["Id"] not in {i["Id"] for i in api.images(all=True)}
 
 
 @agent
