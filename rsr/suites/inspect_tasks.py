@@ -3,21 +3,33 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import Solver
 from inspect_ai.util import SandboxEnvironmentSpec
 
-from rsr.errors import DatasetLoadError, TaskFormatError
-from rsr.sandbox.compose import write_compose_file
-from rsr.suites.registry import resolve_suite_path
-from rsr.tasks.load import LoadedTask, load_dataset
+from rsr.errors import DatasetLoadError, RsrError, TaskFormatError
+from rsr.sandbox.compose import sandbox_network, write_compose_file
+from rsr.suites.registry import PinCheck, check_pin, resolve_suite_path
+from rsr.tasks.load import LoadedTask, load_dataset, verifier_mode
 from rsr.verify.scorer import verifier
 
+NETWORK_POLICIES = ("task", "none")
+"""`-T network=`: follow each task's own setting (Harbor's behaviour), or give no sample a network."""
 
-def task_sample(task: LoadedTask, suite: str) -> Sample:
+
+def effective_internet(task: LoadedTask, network: str = "task") -> bool:
+    """Whether a sample may reach the internet under the run's network policy."""
+    if network not in NETWORK_POLICIES:
+        raise RsrError(f"-T network={network!r}: expected one of {', '.join(NETWORK_POLICIES)}")
+    return network == "task" and task.config.environment.allow_internet
+
+
+def task_sample(task: LoadedTask, suite: str, network: str = "task", bridge: bool | None = None) -> Sample:
     cfg = task.config
+    internet = effective_internet(task, network)
     return Sample(
         id=task.name,
         input=task.instruction,
@@ -31,7 +43,17 @@ def task_sample(task: LoadedTask, suite: str) -> Sample:
             "task_digest": task.digest,
             "agent_timeout_sec": cfg.agent.timeout_sec,
             "verifier_timeout_sec": cfg.verifier.timeout_sec,
-            "allow_internet": cfg.environment.allow_internet,
+            # What the sandbox must enforce: the task's setting under the run's policy.
+            "allow_internet": internet,
+            "task_allow_internet": cfg.environment.allow_internet,
+            "network_policy": network,
+            # What a compose sandbox actually gets on this engine (no bridge -> none).
+            "sandbox_network": sandbox_network(internet, bridge) if internet else "none",
+            "verifier_mode": verifier_mode(cfg),
+            "steps": [name for name, _ in task.step_instructions],
+            "parser_name": task.parser_name,
+            "run_tests_in_same_shell": task.tb1.run_tests_in_same_shell if task.tb1 else None,
+            "gpus": cfg.environment.gpus,
             "workdir": cfg.environment.workdir,
             "category": cfg.category,
             "difficulty": cfg.difficulty,
@@ -39,7 +61,7 @@ def task_sample(task: LoadedTask, suite: str) -> Sample:
             "cpus": cfg.environment.cpus,
             "memory_mb": cfg.environment.memory_mb,
         },
-        sandbox=SandboxEnvironmentSpec("docker", write_compose_file(task)),
+        sandbox=SandboxEnvironmentSpec("docker", write_compose_file(task, allow_internet=internet, bridge=bridge)),
     )
 
 
@@ -57,34 +79,54 @@ def _default_solver() -> Solver:
 
 
 def suite_task(suite: str, path: str | None, tasks: str | list[str] | None,
-               exclude: str | list[str] | None, solver: Solver | None = None) -> Task:
-    return tasks_task(suite, resolve_suite_path(suite, path), tasks, exclude, solver)
+               exclude: str | list[str] | None, solver: Solver | None = None, *,
+               network: str = "task", unpinned: bool = False) -> Task:
+    root = resolve_suite_path(suite, path)
+    pin = check_pin(suite, root, unpinned=_flag(unpinned))
+    return tasks_task(suite, root, tasks, exclude, solver, network=network, pin=pin)
+
+
+def _flag(value: Any) -> bool:
+    # `-T unpinned=true` arrives as a bool; from Python callers it may be a string.
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
 
 
 def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
-               exclude: str | list[str] | None, solver: Solver | None = None) -> Task:
+               exclude: str | list[str] | None, solver: Solver | None = None, *,
+               network: str = "task", pin: PinCheck | None = None) -> Task:
     """An Inspect task with one sample per task directory below root."""
     root = root.expanduser().resolve()
+    if network not in NETWORK_POLICIES:
+        raise RsrError(f"-T network={network!r}: expected one of {', '.join(NETWORK_POLICIES)}")
     loaded = load_dataset(root, tasks, exclude)
     if loaded.errors:
         raise DatasetLoadError(loaded.errors)
     if not loaded.tasks:
         raise TaskFormatError(root, None, "no tasks found" + (f" matching {tasks!r}" if tasks else ""))
+    metadata: dict[str, Any] = {"suite": suite, "suite_path": str(root), "network_policy": network}
+    if pin is not None:
+        metadata.update(pin_status=pin.status, unpinned=pin.status == "unpinned", suite_digest=pin.digest,
+                        pinned_digest=pin.expected, pinned_commit=pin.commit, pin_reason=pin.reason)
     return Task(
-        dataset=MemoryDataset([task_sample(t, suite) for t in loaded.tasks], name=suite,
+        dataset=MemoryDataset([task_sample(t, suite, network) for t in loaded.tasks], name=suite,
                               location=str(root)),
         solver=solver or _default_solver(),
         scorer=verifier(),
-        metadata={"suite": suite, "suite_path": str(root)},
+        metadata=metadata,
     )
 
 
 def _suite(name: str):  # noqa: ANN202 - builds a registered @task per suite
-    def factory(path: str | None = None, tasks: str | None = None, exclude: str | None = None) -> Task:
-        return suite_task(name, path, tasks, exclude)
+    def factory(path: str | None = None, tasks: str | None = None, exclude: str | None = None,
+                network: str = "task", unpinned: bool = False) -> Task:
+        return suite_task(name, path, tasks, exclude, network=network, unpinned=unpinned)
 
     factory.__name__ = name
-    factory.__doc__ = f"The {name} suite (`-T path=` for a local copy, `-T tasks=glob,...`, `-T exclude=glob,...`)."
+    factory.__doc__ = (f"The {name} suite (`-T path=` for a local copy, `-T tasks=glob,...`, `-T exclude=glob,...`, "
+                       "`-T network=none` to give no sample a network, `-T unpinned=true` to run a copy that "
+                       "differs from the pin).")
     return task(name=name)(factory)
 
 
@@ -99,6 +141,6 @@ lhtb = _suite("lhtb")
 
 
 @task
-def harbor(path: str, tasks: str | None = None, exclude: str | None = None) -> Task:
+def harbor(path: str, tasks: str | None = None, exclude: str | None = None, network: str = "task") -> Task:
     """Any Harbor (or Terminal-Bench 1) dataset directory or single task directory."""
-    return tasks_task("harbor", Path(path), tasks, exclude)
+    return tasks_task("harbor", Path(path), tasks, exclude, network=network)

@@ -32,9 +32,10 @@ def test_resolve_suite_path_explains_how_to_provide_a_missing_suite(tmp_path: Pa
 def test_external_suite_loads_from_a_local_path_and_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     harbor_task(tmp_path / "copy", "t1")
     harbor_task(tmp_path / "copy", "t2")
-    task = tb2(path=str(tmp_path / "copy"), tasks="t2")
+    task = tb2(path=str(tmp_path / "copy"), tasks="t2", unpinned=True)
     assert [s.id for s in task.dataset] == ["t2"]
     assert task.dataset[0].metadata["suite"] == "tb2"
+    assert task.metadata["unpinned"] is True and task.metadata["pin_status"] == "unpinned"
     monkeypatch.setenv("RSR_TASKS_HOME", str(tmp_path / "home"))
     harbor_task(tmp_path / "home" / "tbh", "cached-task")
     assert [s.id for s in tbh().dataset] == ["cached-task"]
@@ -42,7 +43,7 @@ def test_external_suite_loads_from_a_local_path_and_the_cache(tmp_path: Path, mo
 
 def test_sample_metadata_carries_what_harnesses_and_reports_need(tmp_path: Path) -> None:
     harbor_task(tmp_path, "meta")
-    sample = tb2(path=str(tmp_path)).dataset[0]
+    sample = tbh(path=str(tmp_path)).dataset[0]
     for key in ("task_dir", "task_name", "suite", "task_digest", "agent_timeout_sec", "allow_internet", "workdir"):
         assert key in sample.metadata
     assert sample.metadata["task_digest"].startswith("sha256:")
