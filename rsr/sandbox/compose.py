@@ -392,12 +392,16 @@ def _apply_main_policy(task: LoadedTask, svc: dict[str, Any]) -> None:
     if svc.get("command") == KEEPALIVE or svc.get("command") == ["sh", "-c", "sleep infinity"]:
         svc["command"] = KEEPALIVE
         svc.update(STOP)
-    limits = ((svc.get("deploy") or {}).get("resources") or {}).get("limits") or {}
-    for key, value in _resources(task).items():
-        # Compose refuses `cpus` next to a different deploy.resources.limits.cpus.
-        if key == "cpus" and "cpus" in limits or key == "mem_limit" and "memory" in limits:
-            continue
-        svc.setdefault(key, value)
+    limits = ((svc.get("deploy") or {}).get("resources") or {}).get("limits")
+    if isinstance(limits, dict):
+        # Compose refuses top-level limits next to deploy.resources.limits: fill those instead.
+        res = _resources(task)
+        limits.setdefault("cpus", str(res["cpus"]))
+        limits.setdefault("memory", res["mem_limit"])
+        limits.setdefault("pids", res["pids_limit"])
+    else:
+        for key, value in _resources(task).items():
+            svc.setdefault(key, value)
     if env.workdir:
         svc["working_dir"] = env.workdir
     if env.env:
