@@ -87,10 +87,12 @@ def test_compose_spec_keeps_the_main_name_reachable_when_networked(tmp_path: Pat
     assert "network_mode" not in main and main["networks"]["default"]["aliases"] == ["main"]
     assert cache["depends_on"] == [MAIN_SERVICE]
     # The same task on an engine without a bridge network (this project's machines) is offline.
-    assert compose_spec(load_task(tmp_path / "online"), bridge=False)["services"][MAIN_SERVICE]["network_mode"] == "none"
+    offline = compose_spec(load_task(tmp_path / "online"), bridge=False)
+    assert offline["services"][MAIN_SERVICE]["network_mode"] == "none"
 
 
-def test_compose_spec_never_resolves_host_variables_into_mounts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compose_spec_never_resolves_host_variables_into_mounts(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DATA_DIR", str(tmp_path))
     compose = "services:\n  main:\n    volumes:\n      - ${DATA_DIR}/data:/data\n"
     task = load_task(sidecar_task(tmp_path, "hostvar", compose=compose))
