@@ -344,6 +344,9 @@ def _adapt_service(task: LoadedTask, path: Path, name: str, names: dict[str, str
         if not svc.get("image"):
             svc["image"] = image_tag(task, new_name)
         svc["x-local"] = True
+    if str(svc.get("image") or "").startswith(f"{IMAGE_PREFIX}/"):
+        # An image another service of this task builds (e.g. `${MAIN_IMAGE_NAME}`): never pulled.
+        svc["x-local"] = True
     svc["volumes"] = [_volume(v, path, f"{field}.volumes[{i}]", declared)
                       for i, v in enumerate(svc.get("volumes") or [])]
     if not svc["volumes"]:

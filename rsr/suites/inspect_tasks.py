@@ -16,6 +16,11 @@ from rsr.suites.registry import PinCheck, check_pin, resolve_suite_path
 from rsr.tasks.load import LoadedTask, load_dataset, verifier_mode
 from rsr.verify.scorer import verifier
 
+# Harbor creates these, world-writable, before the agent starts (installed agents log to
+# /logs/agent); `/bin/sh` because not every task image has bash.
+LOG_DIRS_SETUP = ("#!/bin/sh\nmkdir -p /logs/agent /logs/verifier /logs/artifacts 2>/dev/null && "
+                  "chmod 777 /logs/agent /logs/verifier /logs/artifacts 2>/dev/null || true\n")
+
 NETWORK_POLICIES = ("task", "none")
 """`-T network=`: follow each task's own setting (Harbor's behaviour), or give no sample a network."""
 
@@ -62,6 +67,7 @@ def task_sample(task: LoadedTask, suite: str, network: str = "task", bridge: boo
             "memory_mb": cfg.environment.memory_mb,
         },
         sandbox=SandboxEnvironmentSpec("docker", write_compose_file(task, allow_internet=internet, bridge=bridge)),
+        setup=LOG_DIRS_SETUP,
     )
 
 
