@@ -27,6 +27,8 @@ def lint(
 
     Per task it prints the network the task gets under the run policy and every way it would run
     differently under rsr than under Harbor 0.26 (nothing, for supported features)."""
+    from rich.markup import escape
+
     from rsr.errors import DatasetLoadError, TaskFormatError
     from rsr.sandbox.compose import compose_differences
     from rsr.tasks.load import find_task_dirs, load_task
@@ -70,13 +72,14 @@ def lint(
                           f"{r['difficulty'] or '-':<7} net:{r['network'] or '-':<9} {status}", highlight=False)
             for e in r["errors"]:
                 field = f" [{e['field']}]" if e.get("field") else ""
-                console.print(f"    [red]error[/red] {e['file']}{field}: {e['message']}", highlight=False)
+                console.print(f"    [red]error[/red] {escape(e['file'] + field)}: {escape(e['message'])}",
+                              highlight=False)
             if warnings:
                 for w in r["warnings"]:
-                    console.print(f"    [yellow]warning[/yellow] {w}", highlight=False)
+                    console.print(f"    [yellow]warning[/yellow] {escape(w)}", highlight=False)
             if differences:
                 for d in r["harbor_differences"]:
-                    console.print(f"    [cyan]differs from Harbor[/cyan] {d}", highlight=False)
+                    console.print(f"    [cyan]differs from Harbor[/cyan] {escape(d)}", highlight=False)
         differing = sum(1 for r in rows if r["harbor_differences"])
         console.print(f"{len(rows)} task(s), {len(invalid)} invalid, {differing} would run differently than "
                       f"under Harbor; network policy: {network}")

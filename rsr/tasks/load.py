@@ -252,8 +252,10 @@ def _load_harbor(paths: TaskPaths) -> LoadedTask:
     assert config is not None
     warnings = tuple(f"{paths.config_path}: unknown key '{k}'" for k in config.unknown_keys())
     warnings += tuple(f"{paths.config_path}: {w}" for w in config.version_warnings())
-    if not paths.solve_script.is_file():
-        warnings += (f"{paths.solve_script}: no reference solution (the oracle cannot run)",)
+    solutions = [paths.step_solution_dir(st.name) / "solve.sh" for st in config.steps] or [paths.solve_script]
+    for solve in solutions:
+        if not solve.is_file() and not (config.steps and paths.solve_script.is_file()):
+            warnings += (f"{solve}: no reference solution (the oracle cannot run)",)
     return LoadedTask(paths.task_dir.name, "harbor", paths, config, instruction, warnings,
                       step_instructions=steps)
 
