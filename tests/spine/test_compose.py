@@ -189,3 +189,22 @@ def test_write_compose_file_output_is_valid_for_docker_compose_config(tmp_path: 
         done = subprocess.run(["docker", "compose", "-f", file, "config", "-q"], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert "WARN" not in done.stderr, done.stderr
+
+
+@pytest.mark.docker
+def test_tb1_compose_task_runs_under_inspect_with_its_own_logs_per_epoch(tmp_path: Path) -> None:
+    from inspect_ai import eval as inspect_eval
+
+    from rsr.harness.oracle import oracle
+    from rsr.suites.inspect_tasks import tasks_task
+
+    # The tests leave a marker in /logs and fail if one is already there: a /logs shared between
+    # the two concurrent epochs would fail one of them.
+    run_tests = ("test ! -e /logs/marker || exit 1\necho $$ > /logs/marker\nsleep 2\n"
+                 "test \"$TEST_DIR\" = /tests && grep -qx done /app/out.txt\n")
+    tb1_task(tmp_path / "suite", "tb1-epochs", run_tests=run_tests)
+    logs = inspect_eval(tasks_task("harbor", tmp_path / "suite", None, None), solver=oracle(),
+                        model="mockllm/model", epochs=2, display="none", log_dir=str(tmp_path / "logs"))
+    assert logs[0].status == "success", logs[0].error
+    rewards = [s.scores["verifier"].value["reward"] for s in logs[0].samples or []]
+    assert rewards == [1.0, 1.0], [s.scores["verifier"].explanation for s in logs[0].samples or []]
