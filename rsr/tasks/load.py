@@ -90,6 +90,11 @@ class LoadedTask:
             )
         return f"bash {TESTS_MOUNT}/test.sh"
 
+    def tb1_run_tests_command(self) -> str:
+        """The raw TB1 test run whose combined output a TB1 parser scores (no reward file)."""
+        cd = f"cd {shlex.quote(self.workdir)} && " if self.workdir else ""
+        return f"{cd}TEST_DIR={TESTS_MOUNT} bash {TESTS_MOUNT}/run-tests.sh 2>&1"
+
     def solution_files(self) -> dict[str, bytes]:
         """Container path -> content of the reference solution (only the oracle sees it)."""
         if self.format == "terminal-bench-1":

@@ -142,3 +142,16 @@ def test_parse_tb1_refuses_a_parser_tb1_corpora_do_not_use() -> None:
 
 def test_pytest_results_is_none_without_a_summary() -> None:
     assert pytest_results("collected 0 items\n") is None
+
+
+def test_tb1_run_tests_command_runs_the_script_with_tb1s_test_dir(tmp_path) -> None:
+    import subprocess
+
+    from taskfactory import tb1_task
+
+    from rsr.tasks.load import load_task
+
+    task = load_task(tb1_task(tmp_path, "cmd", compose=None, run_tests="echo dir=$TEST_DIR; echo oops >&2\n"))
+    command = task.tb1_run_tests_command().replace("/tests/run-tests.sh", str(task.paths.tb1_run_tests))
+    out = subprocess.run(["bash", "-c", command], capture_output=True, text=True).stdout
+    assert out.split() == ["dir=/tests", "oops"]
