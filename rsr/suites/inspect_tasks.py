@@ -68,7 +68,13 @@ def task_sample(task: LoadedTask, suite: str, network: str = "task", bridge: boo
         },
         sandbox=SandboxEnvironmentSpec("docker", write_compose_file(task, allow_internet=internet, bridge=bridge)),
         setup=LOG_DIRS_SETUP,
+        # Relative keys land in the sandbox's working directory, where Harbor uploads them.
+        files={_in_workdir(task, rel): str(path) for rel, path in task.prebuilt_environment_files().items()} or None,
     )
+
+
+def _in_workdir(task: LoadedTask, rel: str) -> str:
+    return f"{task.workdir.rstrip('/')}/{rel}" if task.workdir else rel
 
 
 def _default_solver() -> Solver:

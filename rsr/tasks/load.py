@@ -107,6 +107,16 @@ class LoadedTask:
     def solution_command(self) -> str:
         return f"bash {SOLUTION_MOUNT}/solve.sh"
 
+    def prebuilt_environment_files(self) -> dict[str, Path]:
+        """Files Harbor copies into the working directory of a prebuilt `docker_image` whose
+        environment/ has no Dockerfile or compose file to build it with (relative path -> file)."""
+        env_dir = self.paths.environment_dir
+        if self.format != "harbor" or not self.config.environment.docker_image:
+            return {}
+        if self.paths.dockerfile_path.is_file() or self.paths.compose_path is not None:
+            return {}
+        return dict(iter_files(env_dir))
+
     def build_context(self) -> Path:
         if self.format == "terminal-bench-1":
             return self.paths.task_dir

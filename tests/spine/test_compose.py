@@ -208,3 +208,25 @@ def test_tb1_compose_task_runs_under_inspect_with_its_own_logs_per_epoch(tmp_pat
     assert logs[0].status == "success", logs[0].error
     rewards = [s.scores["verifier"].value["reward"] for s in logs[0].samples or []]
     assert rewards == [1.0, 1.0], [s.scores["verifier"].explanation for s in logs[0].samples or []]
+
+
+@pytest.mark.docker
+def test_prebuilt_image_task_finds_its_environment_files_in_the_workdir(tmp_path: Path) -> None:
+    from inspect_ai import eval as inspect_eval
+
+    from rsr.harness.oracle import oracle
+    from rsr.suites.inspect_tasks import tasks_task
+
+    d = harbor_task(tmp_path / "suite", "prebuilt",
+                    toml='[environment]\ndocker_image = "debian:bookworm-slim"\nworkdir = "/srv"\n'
+                         "allow_internet = false\n",
+                    solve_sh="cp /srv/data/in.csv /srv/out.csv\n",
+                    test_sh="cmp -s /srv/out.csv /srv/data/in.csv && echo 1 > /logs/verifier/reward.txt "
+                            "|| echo 0 > /logs/verifier/reward.txt\n",
+                    extra={"environment/data/in.csv": "a,b\n1,2\n"})
+    (d / "environment" / "Dockerfile").unlink()
+    logs = inspect_eval(tasks_task("harbor", tmp_path / "suite", None, None), solver=oracle(),
+                        model="mockllm/model", display="none", log_dir=str(tmp_path / "logs"))
+    assert logs[0].status == "success", logs[0].error
+    sample = (logs[0].samples or [])[0]
+    assert sample.scores["verifier"].value["reward"] == 1.0, sample.scores["verifier"].explanation

@@ -147,3 +147,13 @@ def test_sample_metadata_records_the_network_policy(tmp_path: Path) -> None:
     assert forced.dataset[0].metadata["task_allow_internet"] is True
     with pytest.raises(RsrError, match="network='open'"):
         tbh(path=str(tmp_path), network="open")
+
+
+def test_prebuilt_image_tasks_get_their_environment_files_in_the_workdir(tmp_path: Path) -> None:
+    d = harbor_task(tmp_path, "prebuilt", toml='[environment]\ndocker_image = "debian:bookworm-slim"\n'
+                                              'workdir = "/srv"\n', extra={"environment/data/in.csv": "a,b\n"})
+    (d / "environment" / "Dockerfile").unlink()
+    sample = tbh(path=str(tmp_path)).dataset[0]
+    assert sample.files == {"/srv/data/in.csv": str(d / "environment" / "data" / "in.csv")}
+    built = harbor_task(tmp_path / "b", "built", extra={"environment/data/in.csv": "a,b\n"})
+    assert not tbh(path=str(built.parent)).dataset[0].files
