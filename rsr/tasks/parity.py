@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rsr.tasks.load import LoadedTask
 
 UNSUPPORTED: frozenset[str] = frozenset({
-    "steps", "separate_verifier", "healthcheck", "mcp_servers", "skills_dir", "artifacts",
+    "steps", "separate_verifier", "mcp_servers", "skills_dir", "artifacts",
     "collect", "allowlist", "phase_network", "windows", "tpu",
 })
 """Harbor features rsr does not run yet (names used below)."""
@@ -37,8 +37,6 @@ def harbor_differences(task: LoadedTask, unsupported: frozenset[str] = UNSUPPORT
     if any(mode == "separate" for _, mode in separate):
         add("separate_verifier", "[verifier] environment_mode = 'separate': Harbor runs the tests in their own "
                                  "container; rsr runs them in the agent's")
-    if env.healthcheck is not None or any(s.healthcheck is not None for s in cfg.steps):
-        add("healthcheck", "healthcheck: Harbor waits for it before the agent starts; rsr does not run it")
     if env.mcp_servers:
         add("mcp_servers", f"environment.mcp_servers ({', '.join(m.name for m in env.mcp_servers)}): "
                            "Harbor offers them to the agent; rsr does not")

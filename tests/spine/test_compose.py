@@ -230,3 +230,20 @@ def test_prebuilt_image_task_finds_its_environment_files_in_the_workdir(tmp_path
     assert logs[0].status == "success", logs[0].error
     sample = (logs[0].samples or [])[0]
     assert sample.scores["verifier"].value["reward"] == 1.0, sample.scores["verifier"].explanation
+
+
+@pytest.mark.docker
+def test_a_failing_healthcheck_stops_the_sample_before_the_agent(tmp_path: Path) -> None:
+    from inspect_ai import eval as inspect_eval
+
+    from rsr.harness.oracle import oracle
+    from rsr.suites.inspect_tasks import tasks_task
+
+    harbor_task(tmp_path / "suite", "never-ready",
+                toml=TOML.format(name="never-ready") + '[environment.healthcheck]\ncommand = "false"\n'
+                                                       "interval_sec = 0.1\nretries = 2\n",
+                solve_sh="touch /app/agent-ran\n")
+    logs = inspect_eval(tasks_task("harbor", tmp_path / "suite", None, None), solver=oracle(),
+                        model="mockllm/model", display="none", log_dir=str(tmp_path / "logs"))
+    sample = (logs[0].samples or [])[0]
+    assert sample.error is not None and "healthcheck failed after 2 consecutive retries" in sample.error.message

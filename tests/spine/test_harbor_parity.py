@@ -125,7 +125,14 @@ def synthetic_tasks(root: Path) -> list[str]:
                     'w=$(grep -c . /app/words 2>/dev/null || echo 0); s=0; [ "$(cat /app/words)" = "a b" ] && s=1; '
                     'echo "{\\"reward\\": $s, \\"milestone_write\\": $([ $w -gt 0 ] && echo 1 || echo 0), '
                     '\\"milestone_sort\\": $s}" > /logs/verifier/reward.json')))
-    return ["probe", "probe-user", "sidecar", "milestones"]
+    # Ready only on the third try: the agent must start after the healthcheck passed, not before.
+    healthy = PROBE_TOML.format(name="healthcheck", agent_user="") + (
+        '[environment.healthcheck]\ncommand = "n=$(cat /tmp/hc 2>/dev/null || echo 0); echo $((n+1)) > /tmp/hc; '
+        '[ $n -ge 2 ]"\ninterval_sec = 0.2\nretries = 5\n')
+    harbor_task(root, "healthcheck", toml=healthy, solve_sh=_solve("cp /tmp/hc /app/hc-at-start\n"),
+                test_sh=_test(reward='if [ "$(cat /app/hc-at-start)" = 3 ]; then echo 1; else echo 0; fi '
+                                     '> /logs/verifier/reward.txt'))
+    return ["probe", "probe-user", "sidecar", "milestones", "healthcheck"]
 
 
 SIMPLE_TOML = """
