@@ -260,6 +260,8 @@ def _load_harbor(paths: TaskPaths) -> LoadedTask:
             errors.append(TaskFormatError(
                 paths.environment_dir, "environment.docker_image",
                 "no environment/Dockerfile, no environment/docker-compose.yaml and no docker_image"))
+    if paths.compose_path is not None:
+        errors.extend(_compose_errors(paths.compose_path))
     if errors:
         if len(errors) == 1:
             raise errors[0]
@@ -273,6 +275,19 @@ def _load_harbor(paths: TaskPaths) -> LoadedTask:
             warnings += (f"{solve}: no reference solution (the oracle cannot run)",)
     return LoadedTask(paths.task_dir.name, "harbor", paths, config, instruction, warnings,
                       step_instructions=steps)
+
+
+def _compose_errors(path: Path) -> list[TaskFormatError]:
+    """A compose file that cannot be a sandbox definition at all (the rest is the adapter's)."""
+    try:
+        doc = read_yaml(path)
+    except TaskFormatError as e:
+        return [e]
+    services = doc.get("services") if isinstance(doc, dict) else None
+    if not isinstance(services, dict) or not services:
+        return [TaskFormatError(path, "services", "expected a mapping of services")]
+    return [TaskFormatError(path, f"services.{name}", "expected a mapping")
+            for name, svc in services.items() if not isinstance(svc, dict)]
 
 
 def verifier_mode(config: TaskConfig, step: int | None = None) -> str:
@@ -313,6 +328,8 @@ def _load_tb1(paths: TaskPaths) -> LoadedTask:
         errors.append(TaskFormatError(paths.tb1_run_tests, None, "missing run-tests.sh"))
     if not paths.tb1_dockerfile.is_file() and paths.tb1_compose is None:
         errors.append(TaskFormatError(paths.task_dir / "Dockerfile", None, "missing Dockerfile or docker-compose.yaml"))
+    if paths.tb1_compose is not None:
+        errors.extend(_compose_errors(paths.tb1_compose))
     if errors:
         if len(errors) == 1:
             raise errors[0]

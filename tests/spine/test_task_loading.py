@@ -394,3 +394,12 @@ def test_lint_shows_network_policy_and_harbor_differences(tmp_path: Path, capsys
     out = capsys.readouterr().out
     # Brackets of TOML sections survive the terminal's markup, and a step's own solution counts.
     assert "[[steps]] (1 steps)" in out and "no reference solution" not in out
+
+
+def test_load_task_rejects_a_compose_file_that_is_not_one(tmp_path: Path) -> None:
+    d = harbor_task(tmp_path, "bad-compose", extra={"environment/docker-compose.yaml": "services: [main]\n"})
+    with pytest.raises(TaskFormatError, match=r"docker-compose\.yaml: services: expected a mapping of services"):
+        load_task(d)
+    broken = harbor_task(tmp_path, "broken-compose", extra={"environment/docker-compose.yaml": "services: {a: [}\n"})
+    with pytest.raises(TaskFormatError, match=r"docker-compose\.yaml: invalid YAML"):
+        load_task(broken)
