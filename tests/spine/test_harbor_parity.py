@@ -211,19 +211,23 @@ def parse_probes(output: str) -> dict[str, dict[str, str]]:
     return probes
 
 
-def run_harbor(tasks: list[Path], workdir: Path) -> dict[str, dict[str, Any]]:
+def start_harbor(tasks: list[Path], workdir: Path) -> subprocess.Popen[str]:
     dataset = workdir / "harbor-tasks"
     dataset.mkdir()
     for t in tasks:
         harbor_copy(t, dataset)
-    jobs = workdir / "harbor-jobs"
-    done = subprocess.run([str(harbor_home() / "bin" / "harbor"), "run", "-p", str(dataset), "--agent", "oracle",
-                           "-n", "4", "-o", str(jobs), "-y", "-q"], capture_output=True, text=True, timeout=900,
-                          env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(workdir),
-                               "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return subprocess.Popen([str(harbor_home() / "bin" / "harbor"), "run", "-p", str(dataset), "--agent", "oracle",
+                             "-n", "4", "-o", str(workdir / "harbor-jobs"), "-y", "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(workdir),
+                                 "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+
+
+def harbor_results(proc: subprocess.Popen[str], workdir: Path) -> dict[str, dict[str, Any]]:
+    output, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, output[-5000:]
     out: dict[str, dict[str, Any]] = {}
-    for result in jobs.glob("*/*/result.json"):
+    for result in (workdir / "harbor-jobs").glob("*/*/result.json"):
         data = json.loads(result.read_text())
         stdout = result.parent / "verifier" / "test-stdout.txt"
         out[data["task_name"].split("/")[-1]] = {
@@ -279,8 +283,12 @@ def parity(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         shutil.copytree(REPO / "tasks" / "core" / name, root / name)
         names.append(name)
     unsupported = unsupported_tasks(root)
-    theirs = run_harbor([root / n for n in [*names, *unsupported]], work)
-    ours = run_rsr(root, work)
+    # Both runners at once: they share nothing but the Docker engine (and its build cache).
+    harbor = start_harbor([root / n for n in [*names, *unsupported]], work)
+    try:
+        ours = run_rsr(root, work)
+    finally:
+        theirs = harbor_results(harbor, work)
     return {"names": names, "unsupported": unsupported, "ours": ours, "theirs": theirs, "root": root}
 
 
