@@ -34,13 +34,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from rsr.errors import RsrError
-from rsr.sandbox.compose import MAIN_SERVICE, _tb1_variables, compose_spec
+from rsr.sandbox.compose import LOG_VOLUMES, MAIN_SERVICE, compose_spec
 from rsr.sandbox.images import ImageMap, cache_base, missing_image_error, task_images
 from rsr.tasks.load import LoadedTask
 
 # Compose keys with no effect under Kubernetes that are safe to drop (the pod gives the same
 # behaviour or the key only mattered to Docker's scheduler/builder).
-_DROPPED_KEYS = {"build", "x-local", "x-default", "stop_signal", "stop_grace_period", "pids_limit",
+_DROPPED_KEYS = {"build", "x-local", "x-default", "stop_signal", "stop_grace_period", "pids_limit", "extra_hosts",
                  "container_name", "hostname", "init", "restart", "tty", "stdin_open", "platform",
                  "labels", "expose", "ports", "networks", "network_mode", "links", "depends_on"}
 _MAPPED_KEYS = {"image", "command", "entrypoint", "working_dir", "environment", "user", "cpus",
@@ -277,14 +277,21 @@ def _probe(check: dict[str, Any], where: str) -> ReadinessProbe | None:
 
 
 def _without_log_mounts(task: LoadedTask, svc: dict[str, Any]) -> dict[str, Any]:
-    """Drop Terminal-Bench 1's bind mounts of host log folders: under Docker they only mirror
-    /logs to the host, and rsr reads every result through the sandbox, so a pod loses nothing.
-    Any other volume stays and is refused below."""
+    """Drop the per-sample log volumes rsr gives Terminal-Bench 1 compose files: under Docker they
+    only keep /logs per sample, and a pod's filesystem already is, so a pod loses nothing. Any
+    other volume stays and is refused below."""
     if not svc.get("volumes"):
         return svc
-    host_logs = _tb1_variables(task)["T_BENCH_TASK_LOGS_PATH"]
-    kept = [v for v in svc["volumes"]
-            if not (isinstance(v, str) and (v.split(":", 1)[0] + "/").startswith(host_logs + "/"))]
+    log_volumes = set(LOG_VOLUMES.values())
+
+    def source(entry: Any) -> str | None:
+        if isinstance(entry, str):
+            return entry.split(":", 1)[0]
+        if isinstance(entry, dict):
+            return entry.get("source")
+        return None
+
+    kept = [v for v in svc["volumes"] if source(v) not in log_volumes]
     out = {k: v for k, v in svc.items() if k != "volumes"}
     if kept:
         out["volumes"] = kept

@@ -24,8 +24,8 @@ def check_kind(kind: str) -> SandboxKind:
     return kind  # type: ignore[return-value]
 
 
-def sandbox_spec(task: LoadedTask, kind: str = "docker",
-                 images: ImageMap | str | Path | None = None) -> SandboxEnvironmentSpec:
+def sandbox_spec(task: LoadedTask, kind: str = "docker", images: ImageMap | str | Path | None = None, *,
+                 allow_internet: bool | None = None, bridge: bool | None = None) -> SandboxEnvironmentSpec:
     """The sandbox of one task's samples.
 
     docker: this machine's engine, through `rsr-docker` for single-container tasks and Inspect's
@@ -37,9 +37,9 @@ def sandbox_spec(task: LoadedTask, kind: str = "docker",
     """
     chosen = check_kind(kind)
     if chosen == "docker":
-        return docker_sandbox_spec(task)
+        return docker_sandbox_spec(task, allow_internet=allow_internet, bridge=bridge)
     if chosen == "compose":
-        return SandboxEnvironmentSpec("docker", write_compose_file(task))
+        return SandboxEnvironmentSpec("docker", write_compose_file(task, allow_internet=allow_internet, bridge=bridge))
     from rsr.sandbox.k8s_values import k8s_sandbox_spec  # needs the k8s extra only when chosen
 
     found = images if isinstance(images, ImageMap) else find_image_map(images)

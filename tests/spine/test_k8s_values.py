@@ -133,6 +133,7 @@ def test_k8s_values_round_trip_keeps_limits_user_workdir_env_and_no_egress(tmp_p
         [agent]
         user = "agent"
         [environment]
+        allow_internet = false
         workdir = "/srv/work"
         cpus = 1.5
         memory_mb = 3072
@@ -238,9 +239,10 @@ def test_k8s_values_take_a_terminal_bench_1_compose_file_without_its_log_mounts(
     values = round_trip(task, pushed([task]))
     assert schema_errors(values) == []
     default = values["services"]["default"]
-    assert default["args"] == ["sh", "-c", "sleep infinity"] and "volumes" not in default
+    # A keep-alive command becomes our signal-immune PID 1 (rsr.sandbox.compose).
+    assert default["args"] == ["sleep", "infinity"] and "volumes" not in default
     assert default["env"] == [{"name": "TEST_DIR", "value": "/tests"}]
-    assert default["networkIsolated"] is True
+    assert default["networkIsolated"] is (not task.config.environment.allow_internet)
 
 
 def test_k8s_values_reject_compose_keys_they_cannot_map(tmp_path: Path) -> None:
