@@ -49,7 +49,7 @@ async def verify_in_copy(sbx: SandboxEnvironment, metadata: dict[str, Any]) -> A
         raise VerifierCopyError("rsr/rsrt verifies in a copy of the sandbox and needs a Docker-backed sandbox; "
                                 f"this sample uses {type(getattr(sbx, '_sandbox', sbx)).__name__}")
     isolation = "snapshot" if task.config.verifier.isolation == "live" else task.config.verifier.isolation
-    return await verify(task, sbx, isolation=isolation)
+    return await verify(task, sbx, isolation=isolation, final=False)
 
 
 class RSRTHarness(TerminalHarness):

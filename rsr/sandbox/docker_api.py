@@ -216,6 +216,12 @@ class RsrDockerSandbox(SandboxEnvironment):
         removed = await asyncio.to_thread(engine.remove_orphans)
         print(f"removed {removed} rsr-docker container(s) and snapshot image(s) of runs that are gone")
 
+    def pause_watchdog(self) -> None:
+        """Stop watching storage (the verifier measures it once, host-side, when it starts)."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+
     async def _watch_storage(self, limit_mb: int) -> None:
         while True:
             await asyncio.sleep(STORAGE_POLL_SECONDS)

@@ -126,9 +126,16 @@ def overlay_changes(container: str) -> list[dict[str, Any]] | None:
     return changes
 
 
+# pytest looks for its configuration and conftest.py in the tests' ancestors: for /tests that is /.
+PYTEST_ROOT_FILES = ("/conftest.py", "/pytest.ini", "/tox.ini", "/setup.cfg", "/pyproject.toml", "/setup.py")
+
+
 def audit(container: str, allow_changes: list[str], path_env: str | None = None,
-          site_dirs: list[str] | None = None) -> AuditReport:
-    """Audit `container`'s changes against its image (see the module docstring)."""
+          site_dirs: list[str] | None = None, workdir: str | None = None,
+          stdlib_dirs: list[str] | None = None) -> AuditReport:
+    """Audit `container`'s changes against its image (see the module docstring). `workdir` is
+    where the tests run: Python puts it first on sys.path for `python -m ...`, so a new module
+    there that shadows an installed or standard one (`pytest/`, `unittest.py`) is judged too."""
     changes = overlay_changes(container)
     if changes is None:
         changes = engine.api().diff(container) or []
@@ -157,6 +164,10 @@ def audit(container: str, allow_changes: list[str], path_env: str | None = None,
         if kind == MODIFIED and path in parents:
             continue
         why = _suspicious(path, kind, path_dirs, lib_dirs_seen, site_dirs or [], exists)
+        if why is None and kind != DELETED and path in PYTEST_ROOT_FILES:
+            why = "pytest configuration above the tests (makes / pytest's rootdir)"
+        if why is None and kind == ADDED and workdir and str(PurePosixPath(path).parent) == workdir.rstrip("/"):
+            why = _shadows_module(path, [*(site_dirs or []), *(stdlib_dirs or [])], exists)
         if why is None:
             continue
         entry = f"{path}: {why}"
@@ -204,6 +215,19 @@ def _suspicious(path: str, kind: int, path_dirs: list[str], lib_dirs: list[str],
     return None
 
 
+def _shadows_module(path: str, python_dirs: list[str], exists) -> str | None:  # noqa: ANN001
+    """A new module or package in the tests' working directory named like an installed one."""
+    name = PurePosixPath(path).name
+    module = re.sub(r"(\.cpython-[^.]*)?\.(py|so)$", "", name)
+    if module == name and "." in name:
+        return None  # a data file, not a module
+    for d in python_dirs:
+        for candidate in (f"{d}/{module}", f"{d}/{module}.py"):
+            if exists(candidate):
+                return f"shadows the Python module {candidate} for code run from the working directory"
+    return None
+
+
 def _library_dirs(seen: list[str]) -> list[str]:
     base = ["/usr/local/lib", "/lib", "/usr/lib", "/lib64", "/usr/lib64"]
     arch = [d for d in seen if d.endswith("-linux-gnu")] or ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"]
@@ -229,3 +253,10 @@ def python_site_dirs(container: str) -> list[str]:
     for version in ("3.13", "3.12", "3.11", "3.10", "3.9"):
         candidates += [f"/usr/lib/python{version}/site-packages", f"/usr/lib/python{version}/dist-packages"]
     return [c for c in candidates if _exists(container, c)]
+
+
+def python_stdlib_dirs(container: str) -> list[str]:
+    """The standard library directories of the image's Pythons."""
+    candidates = [f"{prefix}/lib/python{v}" for prefix in ("/usr/local", "/usr") for v in ("3.13", "3.12", "3.11",
+                                                                                           "3.10", "3.9")]
+    return [c for c in candidates if _exists(container, f"{c}/os.py")]

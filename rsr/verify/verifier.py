@@ -170,7 +170,7 @@ def parse_reward(
 
 
 async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity: Integrity = "auto",
-                 isolation: Literal["snapshot", "fresh", "live"] | None = None) -> VerifierResult:
+                 isolation: Literal["snapshot", "fresh", "live"] | None = None, final: bool = True) -> VerifierResult:
     """Run the task's hidden tests against the agent's work and read the reward.
 
     On a Docker-backed sandbox (ours or Inspect's compose one) the tests run in a verification
@@ -181,6 +181,8 @@ async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity:
 
     A sandbox that fails underneath the tests (its container killed, an exec refused) is a
     failed result with the reason, never an exception that would stop the whole eval.
+    `final=False` (RSRT's mid-run checks): the agent goes on afterwards, so its sandbox's
+    storage watchdog keeps running.
     """
     started = time.monotonic()
     mode = strictness(task, integrity)
@@ -198,11 +200,19 @@ async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity:
         storage = getattr(getattr(sbx, "_sandbox", sbx), "storage_exceeded", None)
         if storage:
             return _failed("storage_exceeded", f"the sample was stopped: {storage}", started, integrity=stopped())
+        inner = getattr(sbx, "_sandbox", sbx)
+        if final and hasattr(inner, "pause_watchdog"):
+            # From here the verifier checks storage itself; a kill mid-verification would only
+            # turn the verdict into a sandbox error.
+            inner.pause_watchdog()
         container = await container_of(sbx)
         if container is None:
             return await _verify_in_place(task, sbx, started, mode)
         return await _verify_engine(task, sbx, container, started, mode, chosen)
     except Exception as e:  # noqa: BLE001 - cancellation is a BaseException and still propagates
+        storage = getattr(getattr(sbx, "_sandbox", sbx), "storage_exceeded", None)
+        if storage:
+            return _failed("storage_exceeded", f"the sample was stopped: {storage}", started, integrity=stopped())
         return _failed("sandbox_error", f"the sandbox failed during verification: {type(e).__name__}: {e}", started,
                        integrity=stopped())
 
@@ -258,7 +268,9 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         info = await asyncio.to_thread(engine.api().inspect_container, container)
         path_env = next((e.split("=", 1)[1] for e in info["Config"].get("Env") or [] if e.startswith("PATH=")), None)
         sites = await asyncio.to_thread(integrity.python_site_dirs, container)
-        found = await asyncio.to_thread(integrity.audit, container, allow, path_env, sites)
+        stdlib = await asyncio.to_thread(integrity.python_stdlib_dirs, container)
+        workdir = task.workdir or info["Config"].get("WorkingDir") or "/"
+        found = await asyncio.to_thread(integrity.audit, container, allow, path_env, sites, workdir, stdlib)
         report.audit_sec = time.monotonic() - t0
         return found
 
@@ -307,6 +319,7 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         return _judged(_failed("malformed_reward", f"{files}\n{output}", started, returncode=outcome.returncode),
                        report, False)
     txt, js = files.get("reward.txt"), files.get("reward.json")
+    _record_reward_files(txt, js)
     if txt is None and js is None:
         why = "test script crashed" if outcome.returncode not in (0, 1) else "no reward file"
         return _judged(_failed("missing_reward",
@@ -327,12 +340,30 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
     return _judged(result, report, passed)
 
 
+def _record_reward_files(txt: bytes | None, js: bytes | None) -> None:
+    """The reward files as read host-side, in the transcript (leaderboard validation re-reads them)."""
+    try:
+        from inspect_ai.log import transcript
+    except ImportError:  # pragma: no cover
+        return
+
+    def text(raw: bytes | None) -> str | None:
+        return None if raw is None else raw[:4096].decode("utf-8", errors="replace")
+
+    try:
+        transcript().info({"reward_files": {"reward.txt": text(txt), "reward.json": text(js)}}, source="rsr/verifier")
+    except Exception:  # noqa: BLE001 - outside a sample (RSRT copies, the factory's own calls) there is no transcript
+        pass
+
+
 def _judged(result: VerifierResult, report: IntegrityReport, passed: bool) -> VerifierResult:
     """Apply the integrity rules to a result (see IntegrityReport.mode)."""
     problems: list[str] = []
     if report.paths:
         problems.append("the agent changed files the tests rely on: " + "; ".join(report.paths[:20]))
-    if passed and report.survivors:
+    if report.survivors:
+        # Judged whatever the reading said: a keeper racing the tests' own write may lose once
+        # (a malformed or failing file) and win the next time.
         problems.append("processes outlived the tests and could have written the reward: "
                         + "; ".join(report.survivors[:10]))
     exit_problem = passed and result.returncode not in (0, None)
