@@ -53,8 +53,11 @@ def check(logs: _LOGS, board: _BOARD = DEFAULT_BOARD) -> None:
     console = Console()
     for v in runs:
         m = v.run.metrics()
+        i = v.integrity
         console.print(f"[green]ok[/green] {v.run.path.name}: {v.run.benchmark}, "
-                      f"{m.n_tasks} tasks x {m.n_runs} epochs, mean {m.mean:.3f}")
+                      f"{m.n_tasks} tasks x {m.n_runs} epochs, mean {m.mean:.3f}; integrity "
+                      f"{i.mode}: {i.clean} clean, {i.warning} warning, {i.tampered} tampered, "
+                      f"{i.unknown} unknown")
 
 
 @app.command()
