@@ -219,8 +219,8 @@ def _shadows_module(path: str, python_dirs: list[str], exists) -> str | None:  #
     """A new module or package in the tests' working directory named like an installed one."""
     name = PurePosixPath(path).name
     module = re.sub(r"(\.cpython-[^.]*)?\.(py|so)$", "", name)
-    if module == name and "." in name:
-        return None  # a data file, not a module
+    if (module == name and "." in name) or module == "__pycache__" or not module.isidentifier():
+        return None  # a data file or a cache, not a module
     for d in python_dirs:
         for candidate in (f"{d}/{module}", f"{d}/{module}.py"):
             if exists(candidate):
