@@ -73,6 +73,9 @@ TB2_MIN_EPOCHS = 5
 TB2_SUITES = {"tb2", "tb2_1"}
 # Task arguments that only choose which tasks run (the digest check covers them).
 SELECTION_ARGS = {"path", "tasks", "exclude"}
+# Where and how the samples ran, not what counts as a pass (the verdict's integrity metadata and
+# the task metadata record them); `unpinned` is checked on its own.
+RUN_ARGS = {"network", "sandbox", "images", "unpinned"}
 # `-T integrity=...` chooses how hard the verifier audits, never what is measured.
 INTEGRITY_ARG = "integrity"
 INTEGRITY_MODES = ("auto", "strict", "warn")
@@ -480,8 +483,12 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
     mode_arg = (spec.task_args or {}).get(INTEGRITY_ARG)
     if mode_arg is not None and mode_arg not in INTEGRITY_MODES:
         problems.append(f"task argument integrity={mode_arg!r} is not one of {INTEGRITY_MODES}")
+    if str((spec.task_args or {}).get("unpinned", False)).lower() in ("true", "1", "yes"):
+        problems.append("the run used -T unpinned=true (a local copy that differs from the suite's pin)")
+    if (spec.metadata or {}).get("unpinned"):
+        problems.append("the suite copy the run used is unpinned (its digest differs from the pin)")
     extra_args = sorted(k for k, v in (spec.task_args or {}).items()
-                        if k not in SELECTION_ARGS and k != INTEGRITY_ARG and v is not None)
+                        if k not in SELECTION_ARGS | RUN_ARGS and k != INTEGRITY_ARG and v is not None)
     if extra_args:
         problems.append(f"task arguments {extra_args} are not allowed on the board")
 
