@@ -10,6 +10,7 @@ that talk to that server. Nothing here imports vLLM or torch.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -21,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rsr.errors import RsrError
-from rsr.training.render import load_chat_template
+from rsr.training.render import MODEL_TEMPLATE, load_chat_template
 from rsr.training.runcard import RUN_CARD
 
 # Share of each GPU's memory the weights may take; the rest is KV cache for many concurrent
@@ -224,8 +225,16 @@ def plan_serving(path: str | Path, *, gpus: int = 8, gpu_memory_gb: float = 80.0
         raise RsrError(f"{checkpoint}: no chat_template.jinja; serving without the training "
                        "template would render prompts the model was never trained on")
     if card is not None:
-        expected = load_chat_template(card["chat_template"])
-        if template_file.read_text(encoding="utf-8").strip() != expected.strip():
+        served = template_file.read_text(encoding="utf-8")
+        if card.get("chat_template_sha256"):
+            # The card pins the exact text trained with (also when it was the tokenizer's own).
+            same = hashlib.sha256(served.encode()).hexdigest() == card["chat_template_sha256"] or \
+                hashlib.sha256(served.strip().encode()).hexdigest() == card["chat_template_sha256"]
+        elif card["chat_template"] == MODEL_TEMPLATE:
+            same = True  # an older card: the checkpoint's template is the tokenizer's own
+        else:
+            same = served.strip() == load_chat_template(card["chat_template"]).strip()
+        if not same:
             raise RsrError(f"{template_file} differs from the training template "
                            f"{card['chat_template']!r} named in {card_path}")
     else:

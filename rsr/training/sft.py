@@ -402,7 +402,9 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
         git_commit=commit,
         git_dirty=dirty,
         base_model=base_name,
-        chat_template=recipe.chat_template,
+        # What was trained with: a tiny model has no template of its own, ours stood in for it.
+        chat_template=(DEFAULT_CHAT_TEMPLATE if recipe.chat_template == MODEL_TEMPLATE and recipe.model.tiny
+                       else recipe.chat_template),
         chat_template_sha256=hashlib.sha256(template.encode()).hexdigest(),
         reasoning_rows=reasoning_rows,
         final_dir=str(final.resolve()),
