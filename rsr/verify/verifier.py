@@ -277,7 +277,18 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
     cfg = task.config.verifier
     env = {k: expand_env(v) for k, v in cfg.env.items()}
     timeout = max(1, int(math.ceil(cfg.timeout_sec)))
-    command = ["/bin/bash", "-c", task.test_command()]
+    # Terminal-Bench 1 tasks with a parser are scored from the test run's output, as TB1 did.
+    parser = task.parser_name
+    command = ["/bin/bash", "-c", task.tb1_run_tests_command() if parser else task.test_command()]
+    tb1_files: dict[str, str] = {}
+
+    async def read_tb1_files(where: str) -> None:
+        if parser != "long_cli":
+            return
+        from rsr.verify.tb1_parsers import LONG_CLI_FILES, LONG_CLI_OUTPUT_DIR
+
+        found = await asyncio.to_thread(engine.get_files, where, LONG_CLI_OUTPUT_DIR, list(LONG_CLI_FILES))
+        tb1_files.update({k: v.decode("utf-8", errors="replace") for k, v in found.items() if v is not None})
 
     async def run_tests() -> tuple[Any, list[str], dict[str, bytes | None] | str]:
         if isolation == "live":
@@ -286,6 +297,7 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
                                               cwd=task.workdir or getattr(getattr(sbx, "_sandbox", sbx),
                                                                           "working_dir", None),
                                               timeout=timeout)
+            await read_tb1_files(container)
             try:
                 files = await asyncio.to_thread(engine.get_files, container, VERIFIER_LOG_DIR,
                                                 ["reward.txt", "reward.json"])
@@ -299,6 +311,7 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
             left = await asyncio.to_thread(snapshot.survivors, snap.container)
             # Nothing may write the reward after this point: stop every process first.
             await asyncio.to_thread(snapshot.freeze, snap.container)
+            await read_tb1_files(snap.container)
             try:
                 files = snapshot.read_reward_files(snap.logs_dir)
             except ValueError as e:
@@ -315,6 +328,9 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
     if outcome.timed_out:
         return _judged(_failed("verifier_timeout", f"verifier timed out after {timeout}s\n{output}", started,
                                returncode=outcome.returncode), report, False)
+    if parser:
+        scored = _tb1_result(task, parser, outcome, output, tb1_files, started)
+        return _judged(scored, report, scored.passed)
     if isinstance(files, str):
         return _judged(_failed("malformed_reward", f"{files}\n{output}", started, returncode=outcome.returncode),
                        report, False)
@@ -338,6 +354,27 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
                             metrics=reading.metrics, returncode=outcome.returncode, explanation=output,
                             duration_sec=duration)
     return _judged(result, report, passed)
+
+
+def _tb1_result(task: LoadedTask, parser: str, outcome: Any, output: str, files: dict[str, str],
+                started: float) -> VerifierResult:
+    """A TB1 task's verdict from its parser (run-tests.sh's exit code and reward files do not count)."""
+    from rsr.verify.tb1_parsers import parse_tb1
+
+    tb1 = task.tb1
+    parsed = parse_tb1(parser, outcome.stdout.decode("utf-8", errors="replace"), files=files,
+                       f2p_mode=tb1.parser_results_f2p if tb1 else None,
+                       p2p_mode=tb1.parser_results_p2p if tb1 else None)
+    if parsed.error:
+        return _failed("tb1_parse_error", f"{parser} parser: {parsed.error}\n{output}", started,
+                       returncode=outcome.returncode)
+    passed, process = outcome_of(parsed.reward, {})
+    summary = ", ".join(f"{t.name}: {t.status}" for t in parsed.tests[:30])
+    # The exit code is TB1's business no more: a pass is what the parser says.
+    return VerifierResult(passed=passed, reward=parsed.reward, process=process, metrics=parsed.metrics,
+                          returncode=0 if passed else outcome.returncode, duration_sec=time.monotonic() - started,
+                          explanation=f"{parser} parser: {'resolved' if parsed.resolved else 'not resolved'}"
+                                      f" ({summary})\n{output}")
 
 
 def _record_reward_files(txt: bytes | None, js: bytes | None) -> None:
