@@ -95,6 +95,9 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "net": "Harbor's copy runs with host networking on this engine (no bridge); rsr's sandbox has only lo",
     "verifier.solution": "rsr's oracle removes /solution once solve.sh is done; Harbor's leaves it for the "
                          "verifier (only oracle runs ever have it)",
+    "verifier.mounts": "rsr verifies in a snapshot of the agent's container where /tests and /logs/verifier are "
+                       "per-sample host directories the verifier mounts (README: Verifier); Harbor copies the "
+                       "tests into the agent's own container",
 }
 
 

@@ -78,6 +78,9 @@ def manifest_digest(reference: str) -> str:
 def two_tasks(root: Path) -> Path:
     harbor_task(root, "solo", dockerfile="FROM debian:bookworm-slim\nWORKDIR /app\nUSER 1000\n")
     d = harbor_task(root, "duo")
+    # Offline, so its sidecar joins the main pod (Harbor's default would give it internet).
+    toml = d / "task.toml"
+    toml.write_text(toml.read_text().replace("[environment]\n", "[environment]\nallow_internet = false\n"))
     write(d / "environment" / "Dockerfile.side", "FROM debian:bookworm-slim\nRUN echo side > /side\n")
     write(d / "environment" / "docker-compose.yaml", """
         services:
