@@ -6,8 +6,10 @@ would give a build step), look again, then complete and confirm. Each task runs 
 `wait_mode=fixed` (the reference) and once with `wait_mode=adaptive`, serially.
 
 Overhead per turn (from the fixed-wait runs) = turn wall time - model time - the sleeps asked
-for: what the harness itself costs (tmux send-keys, screen capture, parsing, logging).
-Prints figures; nothing is asserted.
+for: what the harness itself costs (tmux send-keys, screen capture, parsing, logging). The
+fixed-wait runs are repeated on Inspect's compose provider (the previous path: one
+`docker compose exec` per tmux call) for the side-by-side figure. Prints figures; nothing is
+asserted.
 
     python benchmarks/harness_overhead.py
     python benchmarks/harness_overhead.py --tasks hello-world,semver-sort --json out.json
@@ -71,9 +73,9 @@ def script(solution_dir: Path) -> list[ModelOutput]:
     ]
 
 
-def run_once(task: str, solution_dir: Path, mode: str, log_dir: str) -> dict[str, Any]:
+def run_once(task: str, solution_dir: Path, mode: str, log_dir: str, sandbox: str = "docker") -> dict[str, Any]:
     model = get_model("mockllm/model", custom_outputs=script(solution_dir))
-    log = inspect_eval(suite_task("core", None, task, None),
+    log = inspect_eval(suite_task("core", None, task, None, sandbox=sandbox),
                        solver=as_solver(terminus2(wait_mode=mode)), model=model,
                        log_dir=log_dir, display="none", max_sandboxes=1)[0]
     sample = (log.samples or [None])[0]
@@ -83,7 +85,7 @@ def run_once(task: str, solution_dir: Path, mode: str, log_dir: str) -> dict[str
                if m.role == "assistant" and m.metadata and m.metadata["rsr"].get("timing")]
     score = next(iter(sample.scores.values())).value if sample.scores else {}
     return {
-        "task": task, "mode": mode,
+        "task": task, "mode": mode, "sandbox": sandbox,
         "passed": score.get("passed") if isinstance(score, dict) else None,
         "agent_sec": sample.store[STORE_RESULT]["elapsed_sec"],
         "turns": len(timings),
@@ -105,23 +107,27 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="rsr-bench-") as log_dir:
         for name in args.tasks.split(","):
-            for mode in ("fixed", "adaptive"):
-                row = run_once(name, loaded[name].paths.solution_dir, mode, log_dir)
+            for mode, sandbox in (("fixed", "docker"), ("adaptive", "docker"), ("fixed", "compose")):
+                row = run_once(name, loaded[name].paths.solution_dir, mode, log_dir, sandbox)
                 results.append(row)
-                print(f"{name:24s} {mode:8s} passed={row['passed']} agent={row['agent_sec']:6.2f}s"
+                print(f"{name:24s} {sandbox:8s} {mode:8s} passed={row['passed']} agent={row['agent_sec']:6.2f}s"
                       f" wait={row['wait_sec']:6.2f}s turns={row['turns']}"
                       f" overhead/turn median={statistics.median(row['overhead_per_turn']):.3f}s")
 
     # With fixed waits the sleep is exactly the durations asked for, so the rest of a turn is
     # the harness's own cost (typing, reading the screen, parsing, logging).
-    overheads = [o for r in results if r["mode"] == "fixed" for o in r["overhead_per_turn"]]
-    reads = [o for r in results if r["mode"] == "fixed" for o in r["read_per_turn"]]
-    print("\nharness overhead per turn (fixed mode: turn time - model time - sleeps), "
-          f"n={len(overheads)} turns:")
-    print(f"  median {statistics.median(overheads):.3f}s  mean {statistics.mean(overheads):.3f}s"
-          f"  max {max(overheads):.3f}s   of which reading the screen: median "
-          f"{statistics.median(reads):.3f}s")
-    fixed = {r["task"]: r for r in results if r["mode"] == "fixed"}
+    print("\nharness overhead per turn (fixed mode: turn time - model time - sleeps):")
+    medians = {}
+    for sandbox, label in (("docker", "rsr-docker + persistent channel"), ("compose", "compose (previous path)")):
+        overheads = [o for r in results if r["mode"] == "fixed" and r["sandbox"] == sandbox
+                     for o in r["overhead_per_turn"]]
+        reads = [o for r in results if r["mode"] == "fixed" and r["sandbox"] == sandbox for o in r["read_per_turn"]]
+        medians[sandbox] = statistics.median(overheads)
+        print(f"  {label:32s} n={len(overheads):3d}  median {medians[sandbox]:.3f}s  mean "
+              f"{statistics.mean(overheads):.3f}s  max {max(overheads):.3f}s   reading the screen: median "
+              f"{statistics.median(reads):.3f}s")
+    print(f"  ratio (rsr-docker / compose): {medians['docker'] / medians['compose']:.2f}x")
+    fixed = {r["task"]: r for r in results if r["mode"] == "fixed" and r["sandbox"] == "docker"}
     adaptive = {r["task"]: r for r in results if r["mode"] == "adaptive"}
     total_fixed = sum(r["agent_sec"] for r in fixed.values())
     total_adaptive = sum(r["agent_sec"] for r in adaptive.values())

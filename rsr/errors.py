@@ -2,9 +2,49 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from inspect_ai._util.error import PrerequisiteError
+_INSPECT_ERRORS = "inspect_ai._util.error"
+
+
+def _prerequisite_error() -> type[Exception]:
+    """Inspect's PrerequisiteError, without importing the rest of Inspect.
+
+    RsrError must BE a PrerequisiteError so that `inspect eval` prints it without a traceback,
+    but `import inspect_ai._util.error` first runs inspect_ai/__init__.py, which loads the whole
+    framework (about a second) and would make every light command (`rsr --help`, `rsr tasks
+    lint`) slow. That one module needs only pydantic and rich, so it is loaded on its own and
+    registered under its real name: when Inspect is imported later, its own imports find this
+    module in sys.modules, so Inspect and rsr share one PrerequisiteError class.
+    """
+    module = sys.modules.get(_INSPECT_ERRORS)
+    if module is None:
+        spec = importlib.util.find_spec("inspect_ai")  # locates the package without running it
+        roots = list(spec.submodule_search_locations or []) if spec else []
+        source = Path(roots[0], "_util", "error.py") if roots else None
+        if source is None or not source.is_file():  # an unusual install: pay for the full import
+            from inspect_ai._util.error import PrerequisiteError
+
+            return PrerequisiteError
+        module_spec = importlib.util.spec_from_file_location(_INSPECT_ERRORS, source)
+        assert module_spec is not None and module_spec.loader is not None
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[_INSPECT_ERRORS] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[_INSPECT_ERRORS]
+            raise
+    return module.PrerequisiteError
+
+
+if TYPE_CHECKING:
+    from inspect_ai._util.error import PrerequisiteError
+else:
+    PrerequisiteError = _prerequisite_error()
 
 
 class RsrError(PrerequisiteError):

@@ -21,7 +21,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def _python312() -> str | None:
-    candidates = [shutil.which("python3.12")]
+    # pyenv's shim named python3.12 exists even when that version is not selected: real
+    # interpreters under versions/ come first, the PATH lookup last.
+    candidates: list[str | None] = []
     roots = [os.environ.get("PYENV_ROOT"), os.path.expanduser("~/.pyenv"), "/root/.pyenv", "/opt/pyenv"]
     try:
         roots.insert(0, subprocess.run(["pyenv", "root"], capture_output=True, text=True,
@@ -30,7 +32,15 @@ def _python312() -> str | None:
         pass
     for root in filter(None, roots):
         candidates.extend(sorted(glob.glob(f"{root}/versions/3.12*/bin/python")))
-    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+    candidates.append(shutil.which("python3.12"))
+    for candidate in filter(None, candidates):
+        try:
+            if subprocess.run([candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 12)"],
+                              capture_output=True, timeout=30).returncode == 0:
+                return candidate
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return None
 
 
 def _unavailable(reason: str) -> None:

@@ -6,14 +6,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from rsr.sandbox.docker_setup import fix as run_fix
-from rsr.sandbox.docker_setup import run_checks
-
 
 def doctor(
     fix: bool = typer.Option(False, "--fix", help="Install and start the Docker engine, Compose v2 and base image."),
 ) -> None:
     """Check the Docker engine and Compose versions, the base image and free disk."""
+    # Imported here: rsr.sandbox grows the engine client, which `rsr --help` must not pay for.
+    from rsr.sandbox.docker_setup import fix as run_fix
+    from rsr.sandbox.docker_setup import run_checks
+
     console = Console()
     if fix:
         rc = run_fix()

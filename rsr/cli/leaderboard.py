@@ -53,15 +53,19 @@ def check(logs: _LOGS, board: _BOARD = DEFAULT_BOARD) -> None:
     console = Console()
     for v in runs:
         m = v.run.metrics()
+        i = v.integrity
         console.print(f"[green]ok[/green] {v.run.path.name}: {v.run.benchmark}, "
-                      f"{m.n_tasks} tasks x {m.n_runs} epochs, mean {m.mean:.3f}")
+                      f"{m.n_tasks} tasks x {m.n_runs} epochs, mean {m.mean:.3f}; integrity "
+                      f"{i.mode}: {i.clean} clean, {i.warning} warning, {i.tampered} tampered, "
+                      f"{i.unknown} unknown")
 
 
 @app.command()
 def add(
     logs: _LOGS,
     model_name: Annotated[str, typer.Option("--model-name", help="Display name of the model.")],
-    harness: Annotated[str, typer.Option("--harness", help="Harness/agent, e.g. terminus2.")],
+    harness: Annotated[str, typer.Option("--harness", help="The agent the logs ran, e.g. "
+                                         "terminus2 (= rsr/terminus2); must match every log.")],
     board: _BOARD = DEFAULT_BOARD,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite an existing entry.")
                        ] = False,

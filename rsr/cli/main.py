@@ -40,6 +40,14 @@ def _register() -> None:
 
     app.add_typer(trajectories.app, name="trajectories")
 
+    from rsr.cli import images  # light: its commands import the sandbox modules when run
+
+    app.add_typer(images.app, name="images")
+
+    from rsr.cli import serve  # light: rsr.training.serve is imported when the command runs
+
+    app.command("serve")(serve.serve)
+
 
 def main(argv: list[str] | None = None) -> int:
     _register()

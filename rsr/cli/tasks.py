@@ -1,4 +1,4 @@
-"""`rsr tasks ...`: lint, check and scaffold task directories."""
+"""`rsr tasks ...`: lint, fetch, check and scaffold task directories."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(help="Lint, check and scaffold terminal tasks.", no_args_is_help=True)
+app = typer.Typer(help="Lint, fetch, check and scaffold terminal tasks.", no_args_is_help=True)
 
 
 @app.command()
@@ -18,26 +18,44 @@ def lint(
     paths: list[Path] = typer.Argument(..., help="Task directories or folders holding them."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array, one object per task."),
     warnings: bool = typer.Option(True, "--warnings/--no-warnings", help="Show warnings (unknown keys...)."),
+    network: str = typer.Option("task", "--network",
+                                help="Run policy to show: 'task' (each task's own setting) or 'none'."),
+    differences: bool = typer.Option(True, "--differences/--no-differences",
+                                     help="Show what would run differently than under Harbor 0.26."),
 ) -> None:
-    """Load every task below PATH statically (no Docker, no network); exit 1 if any is invalid."""
+    """Load every task below PATH statically (no Docker, no network); exit 1 if any is invalid.
+
+    Per task it prints the network the task gets under the run policy and every way it would run
+    differently under rsr than under Harbor 0.26 (nothing, for supported features)."""
+    from rich.markup import escape
+
     from rsr.errors import DatasetLoadError, TaskFormatError
+    from rsr.sandbox.compose import compose_differences
     from rsr.tasks.load import find_task_dirs, load_task
 
+    if network not in ("task", "none"):
+        raise typer.BadParameter("expected 'task' or 'none'", param_hint="--network")
     rows: list[dict] = []
     for root in paths:
         if not root.exists():
             rows.append({"path": str(root), "name": root.name, "format": None, "status": "invalid",
-                         "category": None, "difficulty": None, "warnings": [],
+                         "category": None, "difficulty": None, "warnings": [], "network": None,
+                         "harbor_differences": [],
                          "errors": [{"file": str(root), "field": None, "message": "path does not exist"}]})
             continue
         for task_dir in find_task_dirs(root):
             fmt = "harbor" if (task_dir / "task.toml").is_file() else "terminal-bench-1"
             row = {"path": str(task_dir), "name": task_dir.name, "format": fmt, "status": "ok",
-                   "category": None, "difficulty": None, "errors": [], "warnings": []}
+                   "category": None, "difficulty": None, "errors": [], "warnings": [], "network": None,
+                   "harbor_differences": []}
             try:
                 task = load_task(task_dir)
+                internet = network == "task" and task.config.environment.allow_internet
                 row.update(category=task.config.category, difficulty=task.config.difficulty,
-                           warnings=list(task.warnings), full_name=task.full_name)
+                           warnings=list(task.warnings), full_name=task.full_name,
+                           network="internet" if internet else "none", network_policy=network,
+                           parser=task.parser_name,
+                           harbor_differences=task.harbor_differences() + compose_differences(task))
             except TaskFormatError as e:
                 row.update(status="invalid", errors=[e.to_dict()])
             except DatasetLoadError as e:
@@ -51,16 +69,36 @@ def lint(
         for r in rows:
             status = "[green]ok[/green]" if r["status"] == "ok" else "[red]invalid[/red]"
             console.print(f"{r['name']:<36} {r['format'] or '-':<17} {r['category'] or '-':<22} "
-                          f"{r['difficulty'] or '-':<7} {status}", highlight=False)
+                          f"{r['difficulty'] or '-':<7} net:{r['network'] or '-':<9} {status}", highlight=False)
             for e in r["errors"]:
                 field = f" [{e['field']}]" if e.get("field") else ""
-                console.print(f"    [red]error[/red] {e['file']}{field}: {e['message']}", highlight=False)
+                console.print(f"    [red]error[/red] {escape(e['file'] + field)}: {escape(e['message'])}",
+                              highlight=False)
             if warnings:
                 for w in r["warnings"]:
-                    console.print(f"    [yellow]warning[/yellow] {w}", highlight=False)
-        console.print(f"{len(rows)} task(s), {len(invalid)} invalid")
+                    console.print(f"    [yellow]warning[/yellow] {escape(w)}", highlight=False)
+            if differences:
+                for d in r["harbor_differences"]:
+                    console.print(f"    [cyan]differs from Harbor[/cyan] {escape(d)}", highlight=False)
+        differing = sum(1 for r in rows if r["harbor_differences"])
+        console.print(f"{len(rows)} task(s), {len(invalid)} invalid, {differing} would run differently than "
+                      f"under Harbor; network policy: {network}")
     if invalid or not rows:
         raise typer.Exit(1)
+
+
+@app.command()
+def fetch(
+    suite: str = typer.Argument(..., help="A suite with a pinned public source (e.g. tb2)."),
+    dest: Path | None = typer.Option(None, "--dest", help="Where to put it (default: the suite cache)."),
+    git_url: str | None = typer.Option(None, "--git-url", help="Fetch the pinned commit from this mirror instead."),
+) -> None:
+    """Check out a suite's pinned commit, verify its digest where one is pinned, and record it."""
+    from rsr.suites.registry import fetch_suite
+
+    with Console().status(f"fetching {suite}"):
+        root, pin = fetch_suite(suite, dest=dest, git_url=git_url)
+    Console().print(f"{suite}: {root} at commit {pin.commit}, digest {pin.digest}", highlight=False)
 
 
 @app.command()

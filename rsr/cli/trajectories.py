@@ -19,6 +19,9 @@ def export(
     only: str = typer.Option("all", "--only", help="all, passed or failed samples."),
     keep: list[str] = typer.Option([], "--keep", help="messages: control kinds to keep "
                                    "verbatim (e.g. --keep confirm)."),
+    view: str = typer.Option("public", "--view", help="messages: public (one row per sample, control "
+                             "removed), terminus2 (one row per model context, exactly what the model was "
+                             "sent under Terminus 2) or as-run (every context as the source harness sent it)."),
 ) -> None:
     """Write ATIF trajectories or public messages; API keys and env secrets are redacted."""
     from rsr.errors import RsrError
@@ -28,7 +31,9 @@ def export(
         raise RsrError(f"--format must be atif or messages, not {fmt!r}")
     if only not in ("all", "passed", "failed"):
         raise RsrError(f"--only must be all, passed or failed, not {only!r}")
-    summary = export_logs(logs, fmt, out, only, tuple(keep))  # type: ignore[arg-type]
+    if view not in ("public", "terminus2", "as-run"):
+        raise RsrError(f"--view must be public, terminus2 or as-run, not {view!r}")
+    summary = export_logs(logs, fmt, out, only, tuple(keep), view)  # type: ignore[arg-type]
     console = Console()
     console.print(f"{summary.written} of {summary.samples} samples written to {out} "
                   f"({summary.skipped_outcome} filtered by --only, "

@@ -1,8 +1,10 @@
-"""Stage 2, compress: a verified success -> task instruction + actions + observations.
+"""Stage 2, compress: a verified success -> its Terminus 2 view, plus the run as it was.
 
-Harness control (StateM's workflow display, RSRT's reflection prompts, parse-error detours,
-confirmations, summaries) is dropped mechanically from the harness's own marking, through
-`rsr.trajectories.public_messages`; what was dropped is recorded with each source.
+What only the source harness shows (StateM's workflow state and notes, RSRT's reflection
+prompts) is removed mechanically from the harness's own marking, through
+`rsr.trajectories.model_view`; Terminus 2's own messages (confirmation, parse-error feedback,
+warnings) stay, because Terminus 2 shows them too. What was removed is recorded with each
+source; the run as the source harness's model saw it is kept for the Direct SFT baseline.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from rsr.factory.ledger import FactoryPaths, completed_samples, sample_tokens
 from rsr.factory.records import Source, write_rows
 from rsr.harness.protocol import parse_reply
 from rsr.harness.terminus2 import STORE_RESULT
-from rsr.trajectories.messages import public_messages
+from rsr.trajectories.model_view import model_view
 
 
 def commands_of(messages: Sequence[dict[str, str]]) -> list[str]:
@@ -30,7 +32,7 @@ def commands_of(messages: Sequence[dict[str, str]]) -> list[str]:
     return out
 
 
-def run(paths: FactoryPaths, keep: tuple[str, ...] = ()) -> list[Source]:
+def run(paths: FactoryPaths) -> list[Source]:
     from rsr.factory.discover import STORE_PRODUCED, score_of
 
     sources: list[Source] = []
@@ -40,7 +42,8 @@ def run(paths: FactoryPaths, keep: tuple[str, ...] = ()) -> list[Source]:
         if not passed:
             continue
         meta = sample.metadata or {}
-        public = public_messages(sample, keep=keep)
+        public = model_view(sample, strip_source_control=True)
+        raw = model_view(sample, strip_source_control=False)
         result = sample.store.get(STORE_RESULT) or {}
         sources.append(Source(
             id=str(sample.id), task=meta["task_name"], task_dir=meta["task_dir"],
@@ -48,6 +51,7 @@ def run(paths: FactoryPaths, keep: tuple[str, ...] = ()) -> list[Source]:
             reward=reward, turns=int(result.get("turns", 0)), tokens=sample_tokens(sample),
             log=str(logged.log), instruction=sample.input if isinstance(sample.input, str)
             else public.messages[0]["content"], messages=public.messages,
+            segments=public.segments, raw_segments=raw.segments,
             commands=commands_of(public.messages),
             dropped=[{"index": r.index, "kind": r.kind, "action": r.action,
                       "chars": len(r.text)} for r in public.removed],

@@ -77,11 +77,18 @@ class PlanConfig(_Strict):
 
 
 class AdaptiveConfig(_Strict):
-    enabled: bool = True
+    """Opt-in early stopping; the paper's full K x M schedule is the default. Both rules count
+    *kept* trajectories (after the verifier, the leak scans, the auditor and dedupe), which
+    is what the data is made of, not verifier passes."""
+
+    enabled: bool = Field(False, description="Stop early by the rules below (default: run "
+                                             "every accepted runbook M times).")
     stop_runbook_after_failures: int | None = Field(
-        2, ge=1, description="Stop a runbook after this many consecutive failed executions.")
-    stop_source_after_passes: int | None = Field(
-        None, ge=1, description="Stop every runbook of a source once it has this many passes.")
+        2, ge=1, description="Stop a runbook after this many consecutive executions that were "
+                             "not kept.")
+    stop_source_after_kept: int | None = Field(
+        None, ge=1, description="Stop every runbook of a source once it has this many kept "
+                                "trajectories.")
 
 
 class ExecuteConfig(_Strict):
@@ -96,7 +103,12 @@ class ExecuteConfig(_Strict):
 class FilterConfig(_Strict):
     auditor: bool = Field(True, description="Drop trajectories with values the auditor marks "
                                             "as not derivable from the task or environment.")
-    dedupe: bool = True
+    dedupe: bool = Field(True, description="Drop exact duplicates, duplicates after normalising "
+                                           "sandbox noise, and near-duplicates.")
+    near_duplicate_threshold: float | None = Field(
+        0.9, gt=0, le=1, description="MinHash Jaccard over 5-word shingles of the normalised "
+                                     "trajectory at which a trajectory is a near-duplicate of "
+                                     "one kept before it; null: exact and normalised only.")
     min_leak_chars: int = Field(24, ge=8, description="Shortest runbook line that counts as "
                                                       "runbook text leaking into messages.")
 
@@ -111,10 +123,11 @@ class ExportConfig(_Strict):
     instruction_overlap: float = Field(
         0.5, gt=0, le=1, description="Share of an instruction's 8-word shingles found in an "
                                      "evaluation instruction that counts as overlap.")
-    keep_control_kinds: list[str] = Field(
-        default_factory=list, description="Harness control kinds kept verbatim in messages "
-                                          "(e.g. ['confirm']); default: strip all control.")
-    baselines: bool = True
+    instruction_similarity: float = Field(
+        0.25, gt=0, le=1, description="MinHash Jaccard of word pairs between an instruction and "
+                                     "an evaluation instruction that counts as a paraphrase.")
+    baselines: bool = Field(True, description="Also export Direct SFT (as run, and control-"
+                                              "stripped) and the Terminus 2 successes.")
 
 
 class ConcurrencyConfig(_Strict):
@@ -143,13 +156,21 @@ class FactoryConfig(_Strict):
     export: ExportConfig = Field(default_factory=ExportConfig)
     concurrency: ConcurrencyConfig = Field(default_factory=ConcurrencyConfig)
     budgets: BudgetConfig = Field(default_factory=BudgetConfig)
+    sandbox: Literal["docker", "k8s"] = Field(
+        "docker", description="Where rollouts run: docker (this machine) or k8s (a cluster, "
+                              "images from `rsr images build --push`; docs/cluster.md).")
+    integrity: Literal["strict", "auto", "warn"] = Field(
+        "strict", description="The verifier's integrity mode for every rollout: strict (default) admits a "
+                              "trajectory only when the audit, the reward file and test.sh's exit code "
+                              "all agree (README: Verifier).")
     display: Literal["factory", "inspect"] = Field(
         "factory", description="factory: one progress bar over the stages; inspect: Inspect's "
                                "own per-sample task display for every stage eval.")
     source_path: Path | None = Field(None, exclude=True)
 
     def digest(self) -> str:
-        data = self.model_dump(mode="json", exclude={"source_path", "display"})
+        # Where sandboxes run does not change what a run means: a run may resume on a cluster.
+        data = self.model_dump(mode="json", exclude={"source_path", "display", "sandbox"})
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 

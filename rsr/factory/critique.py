@@ -9,7 +9,14 @@ Deterministic checks, each reason naming the leaked item and where it came from:
   content, and expected values that appear only in the tests (not in the instruction or the
   environment the agent can see);
 - answer leakage: lines or 8-word runs of the reference solution or of files the source run
-  produced (unless public), and finished deliverables (long code blocks or heredocs).
+  produced (unless public), and finished deliverables (long code blocks or heredocs);
+- reworded leakage: shell commands of `solve.sh` and the test scripts compared as parsed
+  tokens (quoting, whitespace and flag order do not matter), hashes of the hidden files in
+  any case and shortened to 7+ characters, and values that the source run produced and the
+  tests or the solution also hold.
+
+`reply_leaks` runs the value checks over an execution's replies (a hidden value typed before
+any observation showed it) and drops replies that talk about the private guidance.
 
 The model review sees only the public task (instruction) and the runbook.
 """
@@ -18,6 +25,8 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -151,6 +160,193 @@ def _control_lines() -> list[tuple[str, str]]:
     return out
 
 
+def source_control_lines() -> list[tuple[str, str]]:
+    """Distinctive lines of what only StateM and RSRT show (Terminus 2's own are allowed)."""
+    out = []
+    for name in (harness_prompts.REFLECTION, harness_prompts.STATEM,
+                 harness_prompts.STATEM_DISPLAY):
+        for line in harness_prompts.load(name).splitlines():
+            if len(line.strip()) >= 30 and "$" not in line:
+                out.append((_norm(line), name))
+    return out
+
+
+SOURCE_CONTROL_PATTERNS = [
+    (re.compile(r"\[workflow\] (?:state:|move to|task_complete ignored)"), "statem_display"),
+    (re.compile(r"An independent check of your work was run"), "reflection"),
+]
+
+_PUNCT = ";&|()<>"
+_SPECIAL = set("%$\'\"{}*^[]=@")
+
+
+def shell_tokens(text: str) -> list[str]:
+    """Shell words of `text` as bash would split them (quotes removed, operators apart)."""
+    lex = shlex.shlex(text, posix=True, punctuation_chars=_PUNCT)
+    lex.whitespace_split = True
+    lex.commenters = ""
+    try:
+        return list(lex)
+    except ValueError:  # unbalanced quotes in prose: fall back to plain words
+        return [w.strip("'\"`") for w in re.findall(r"[^\s;&|()<>]+|[;&|()<>]+", text)]
+
+
+def _expand(token: str) -> list[str]:
+    if re.fullmatch(r"-[A-Za-z]{2,}", token):  # -la == -l -a; long single-dash options too
+        return sorted(f"-{c}" for c in token[1:])
+    if token.startswith("--") and "=" in token:
+        flag, value = token.split("=", 1)
+        return [flag, value]
+    return [token]
+
+
+def command_bags(text: str) -> list[tuple[Counter[str], str]]:
+    """Each simple command of `text` (split at pipes, ;, &&, subshells) as a bag of words,
+    with combined short flags expanded: word order and quoting do not change a bag."""
+    out: list[tuple[Counter[str], str]] = []
+    for line in text.splitlines():
+        line = line.strip().lstrip("$").strip()
+        if not line or line.startswith("#"):
+            continue
+        current: list[str] = []
+        for tok in [*shell_tokens(line), ";"]:
+            if tok and all(c in _PUNCT for c in tok):
+                if current:
+                    words = [w.strip("`") for t in current for w in _expand(t) if w.strip("`")]
+                    if words:
+                        out.append((Counter(words), " ".join(current)))
+                current = []
+            else:
+                current.append(tok)
+    return out
+
+
+def _weight(bag: Counter[str]) -> int:
+    """How distinctive a command is: its words, plus extra for quoted or special arguments."""
+    return sum(bag.values()) + 2 * sum(n for w, n in bag.items() if set(w) & _SPECIAL)
+
+
+MIN_COMMAND_WEIGHT = 6
+_HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{7,64}(?![0-9A-Za-z])")
+
+
+def hidden_hashes(material: TaskMaterial) -> dict[str, str]:
+    """Hex ids (7+ characters, at least one digit and one letter) of the hidden files that
+    the agent cannot see: lowercase id -> where it is."""
+    out: dict[str, str] = {}
+    public = material.public.lower()
+    for label, files in (("hidden test tests/", material.tests),
+                         ("reference solution solution/", material.solution),
+                         ("file produced by the source run ", material.produced)):
+        for rel, text in files.items():
+            for m in _HEX.finditer(text):
+                h = m.group(0).lower()
+                if re.search(r"\d", h) and re.search(r"[a-f]", h) and h not in public:
+                    out.setdefault(h, f"{label}{rel}")
+    return out
+
+
+def hash_leaks(text: str, hashes: dict[str, str], public: str = "") -> list[Reason]:
+    reasons = []
+    low_public = public.lower()
+    for m in _HEX.finditer(text):
+        token = m.group(0).lower()
+        if token in low_public or not (re.search(r"\d", token) and re.search(r"[a-f]", token)):
+            continue
+        for h, where in hashes.items():
+            if h.startswith(token) or (len(h) >= 7 and token.startswith(h)):
+                reasons.append(Reason(check="verifier leakage" if "test" in where
+                                      else "answer leakage",
+                                      item=m.group(0), source=f"hash from {where}"))
+                break
+    return reasons
+
+
+_VALUE = re.compile(r"(?<![\w.])(?=[\w.:/+-]*\d)[\w.:/+-]{4,}(?![\w])")
+
+
+def produced_values(material: TaskMaterial) -> dict[str, str]:
+    """Values the source run produced that the tests or the solution also hold (expected
+    outputs), or that are computed numbers (decimals, 5+ digits); never public ones."""
+    hidden = "\n".join([*material.tests.values(), *material.solution.values()])
+    out: dict[str, str] = {}
+    for rel, text in material.produced.items():
+        for m in _VALUE.finditer(text):
+            value = m.group(0).strip(".:/-")
+            if len(value) < 4 or value in material.public:
+                continue
+            computed = bool(re.fullmatch(r"-?\d+\.\d+|\d{5,}", value))
+            if computed or re.search(rf"(?<![\w.]){re.escape(value)}(?![\w])", hidden):
+                out.setdefault(value, rel)
+    return out
+
+
+def command_leaks(text: str, material: TaskMaterial) -> list[Reason]:
+    """Commands of solve.sh or the test scripts that `text` repeats, however it quotes, spaces
+    or orders their words; commands the public task material shows do not count."""
+    public = [bag for bag, _ in command_bags(material.public)]
+    hidden: list[tuple[Counter[str], str, str]] = []
+    for label, files in (("reference solution solution/", material.solution),
+                         ("hidden test tests/", material.tests)):
+        for rel, body in files.items():
+            if rel.endswith((".sh", ".bash")) or rel in ("solution.sh",) or \
+                    body.startswith("#!/bin/"):
+                hidden += [(bag, cmd, f"{label}{rel}") for bag, cmd in command_bags(body)]
+    mine = command_bags(text)
+    reasons: list[Reason] = []
+    for bag, cmd, where in hidden:
+        if _weight(bag) < MIN_COMMAND_WEIGHT or any(not (bag - p) for p in public):
+            continue
+        if any(not (bag - other) for other, _ in mine):
+            check = "verifier leakage" if "test" in where else "answer leakage"
+            reasons.append(Reason(check=check, item=cmd[:120],
+                                  source=f"command of {where} (as parsed tokens)"))
+    return reasons
+
+
+GUIDANCE_MENTIONS = re.compile(
+    r"\b(?:my|the|our)\s+(?:private\s+|hidden\s+|secret\s+)?(?:guidance|runbook|hints?|playbook)"
+    r"\s+(?:says|said|suggests|tells|told|mentions|notes|recommends|states|warns|was)\b"
+    r"|\b(?:the\s+)?(?:hint|guidance|runbook|instructions)\s+(?:that\s+)?I\s+(?:was|were|have\s+been)"
+    r"\s+(?:given|provided|shown|handed)\b"
+    r"|\b(?:according\s+to|as\s+per|following|per)\s+(?:the|my)\s+(?:private\s+|provided\s+)?"
+    r"(?:guidance|runbook|hints?|playbook)\b"
+    r"|\b(?:private|hidden|secret)\s+(?:guidance|runbook|hints?|instructions)\b"
+    r"|\bI\s+(?:was|have\s+been)\s+(?:told|advised|instructed)\s+(?:privately|in\s+advance|beforehand)\b",
+    re.I)
+
+
+def reply_leaks(messages: list[dict[str, str]], material: TaskMaterial) -> list[Reason]:
+    """Deterministic scan of an execution's replies: hidden values typed before any message
+    the agent received showed them, and talk about the private guidance."""
+    hashes = hidden_hashes(material)
+    values = {**expected_values(material.tests, material.public), **produced_values(material)}
+    seen = ""
+    reasons: list[Reason] = []
+    for turn, m in enumerate(messages):
+        if m["role"] != "assistant":
+            seen += "\n" + m["content"]
+            continue
+        # The reply protocol's own numbers (command durations) are not values of the task.
+        text = re.sub(r'"duration"\s*:\s*[\d.]+|duration="[\d.]*"', "", m["content"])
+        hit = GUIDANCE_MENTIONS.search(text)
+        if hit:
+            reasons.append(Reason(check="private guidance mentioned", item=hit.group(0),
+                                  source=f"reply {turn}"))
+        low_seen = seen.lower()
+        for r in hash_leaks(text, hashes, material.public):
+            if r.item.lower() not in low_seen:
+                reasons.append(Reason(check=f"{r.check} in a reply", item=r.item,
+                                      source=f"reply {turn}: {r.source}, typed before any "
+                                             "output showed it"))
+        for value, rel in values.items():
+            if value in text and value not in seen and contains_value(text, value):
+                reasons.append(Reason(check="verifier leakage in a reply", item=value,
+                                      source=f"reply {turn}: hidden value ({rel}) typed before "
+                                             "any output showed it"))
+    return _dedupe(reasons)
+
+
 def _lines(text: str, min_len: int = MIN_LINE) -> list[tuple[str, str]]:
     """(normalised, original) lines long enough to be distinctive."""
     return [(_norm(line), line.strip()) for line in text.splitlines()
@@ -181,18 +377,41 @@ def _overlap(check: str, label: str, files: dict[str, str], runbook: str, public
 _LITERAL = re.compile(r"\"([^\"\n]{3,80})\"|'([^'\n]{3,80})'|(?<![\w.])(\d+(?:\.\d+)+|\d{3,})(?![\w.])")
 
 
+def contains_value(text: str, value: str) -> bool:
+    """`value` occurs in `text` as a whole (not inside a longer word or number)."""
+    left = r"(?<![\w.])" if re.match(r"\w", value) else ""
+    right = r"(?![\w])" if re.search(r"\w$", value) else ""
+    return re.search(left + re.escape(value) + right, text) is not None
+
+
+def _distinctive(value: str) -> bool:
+    """A literal that names an expected result, not vocabulary: it has a digit, is a phrase,
+    or has punctuation beyond what command and path names use."""
+    return bool(re.search(r"\d", value) or (" " in value.strip() and len(value) >= 10)
+                or re.search(r"[^\w\s/.-]", value))
+
+
 def expected_values(tests: dict[str, str], public: str) -> dict[str, str]:
-    """Literals of the test files that the agent cannot see anywhere: value -> test file."""
+    """Literals of the test files that the agent cannot see anywhere: value -> test file.
+
+    Format strings and escaped text count by their fixed parts too (the text between
+    `{...}` fields, escapes and quotes), so a runbook quoting a test's failure message or a
+    line of its expected output is caught without the placeholders."""
     out: dict[str, str] = {}
     for rel, text in tests.items():
         for m in _LITERAL.finditer(text):
             value = next(g for g in m.groups() if g is not None).strip()
-            distinctive = bool(re.search(r"[\d\W]", value)) or len(value) >= 10
-            if len(value) < 3 or not distinctive or value in public:
-                continue
-            if re.fullmatch(r"[\W_]+|%\w|\{\w*\}|\\\w", value):
-                continue
-            out.setdefault(value, rel)
+            parts = [value] + [p for p in re.split(r"\{[^{}]*\}|\\[ntr0]|['\"]", value)
+                               if p != value]
+            for part in parts:
+                part = part.strip() if part is value else part.strip(" ,.;:!?")
+                if part is not value and (len(part.strip()) < 12 or " " not in part.strip()):
+                    continue
+                if len(part) < 3 or not _distinctive(part) or part.strip() in public:
+                    continue
+                if re.fullmatch(r"[\W_]+|%\w|\{\w*\}|\\\w", part):
+                    continue
+                out.setdefault(part, rel)
     return out
 
 
@@ -243,9 +462,17 @@ def deterministic_checks(task: LoadedTask, raw: str | dict, source: Source | Non
     reasons += _overlap("verifier leakage", "hidden test tests/", material.tests, text,
                         material.public, public_shingles)
     for value, rel in expected_values(material.tests, material.public).items():
-        if re.search(rf"(?<![\w]){re.escape(value)}(?![\w])", text):
+        if contains_value(text, value):
             reasons.append(Reason(check="verifier leakage", item=value,
                                   source=f"expected value found only in hidden test tests/{rel}"))
+
+    # Reworded leakage: parsed commands, hashes in any case or length, produced values.
+    reasons += command_leaks(text, material)
+    reasons += hash_leaks(text, hidden_hashes(material), material.public)
+    for value, rel in produced_values(material).items():
+        if contains_value(text, value):
+            reasons.append(Reason(check="answer leakage", item=value,
+                                  source=f"value the source run produced in {rel}"))
 
     # Answer leakage.
     reasons += _overlap("answer leakage", "reference solution solution/", material.solution, text,

@@ -127,7 +127,7 @@ def build_tasks(cfg: FactoryConfig, pool: list[PoolTask], done: set[str]) -> lis
                 sid = rollout_id(spec.name, item.task.name, epoch)
                 if f"{sid}@1" in done:
                     continue
-                sample = task_sample(item.task, item.suite)
+                sample = task_sample(item.task, item.suite, cfg.sandbox, integrity=cfg.integrity)
                 sample.id = sid
                 sample.metadata = {**(sample.metadata or {}), "discover_epoch": epoch,
                                    "discover_harness": spec.name}
@@ -138,7 +138,7 @@ def build_tasks(cfg: FactoryConfig, pool: list[PoolTask], done: set[str]) -> lis
             name=f"discover_{spec.name}", dataset=MemoryDataset(samples),
             solver=chain(mark_start(), as_solver(harness_agent(spec.name, spec.args)),
                          record_produced_files(cfg.discovery.produced_files_limit)),
-            scorer=verifier(), metadata={"factory_stage": "discover", "harness": spec.name}))
+            scorer=verifier(cfg.integrity), metadata={"factory_stage": "discover", "harness": spec.name}))
     return tasks
 
 

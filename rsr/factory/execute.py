@@ -1,10 +1,12 @@
 """Stage 5, execute: each accepted runbook up to M times in fresh sandboxes under Terminus 2.
 
 The runbook reaches the model as `private_guidance` (a system message in each model call,
-never in the recorded messages), so the public trajectory is exactly what Terminus 2 shows at
-inference. Executions run in rounds (round r = the r-th execution of every runbook still
-active); with adaptive execution a runbook stops after repeated failures and a source stops
-once it has enough passes, and the rollouts not run are reported as saved.
+never in the recorded messages), so the recorded contexts minus that one system message are
+exactly what Terminus 2 shows at inference. Executions run in rounds (round r = the r-th
+execution of every runbook still active). By default every accepted runbook runs M times (the
+paper's K x M); with adaptive execution (opt-in) the filter runs after each round and a
+runbook stops after repeated executions that were not kept, a source once it has enough kept
+trajectories; the rollouts not run are reported as saved.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from rsr.factory.records import Execution, Runbook, Source, read_rows, write_row
 from rsr.harness.terminus2 import STORE_RESULT, TerminalHarness, Terminus2Config
 from rsr.suites.inspect_tasks import task_sample
 from rsr.tasks.load import load_task
-from rsr.trajectories.messages import public_messages
+from rsr.trajectories.model_view import model_view
 from rsr.verify.scorer import verifier
 
 GUIDANCE_PROMPT = "guidance.v1"
@@ -83,24 +85,33 @@ class Schedule:
 
 
 def _stop_reason(cfg: FactoryConfig, runbook: Runbook, by_runbook: dict[str, list[Execution]],
-                 source_passes: dict[str, int]) -> str | None:
+                 source_kept: dict[str, int], kept: set[str]) -> str | None:
     adaptive = cfg.execute.adaptive
     if not adaptive.enabled:
         return None
-    if adaptive.stop_source_after_passes is not None and \
-            source_passes[runbook.source_id] >= adaptive.stop_source_after_passes:
-        return f"source has {source_passes[runbook.source_id]} passes"
+    if adaptive.stop_source_after_kept is not None and \
+            source_kept[runbook.source_id] >= adaptive.stop_source_after_kept:
+        return f"source has {source_kept[runbook.source_id]} kept trajectories"
     limit = adaptive.stop_runbook_after_failures
     if limit is not None:
         runs = sorted(by_runbook[runbook.id], key=lambda e: e.index)
         tail = 0
         for e in reversed(runs):
-            if e.passed:
+            if e.id in kept:
                 break
             tail += 1
         if tail >= limit:
-            return f"{tail} consecutive failures"
+            return f"{tail} consecutive executions not kept"
     return None
+
+
+def _kept(cfg: FactoryConfig, paths: FactoryPaths) -> set[str]:
+    """Run the filter over what has executed so far (audits are resumable, so each execution
+    is audited once) and return the ids it keeps."""
+    from rsr.factory import filter as filter_stage
+
+    decisions, _ = filter_stage.run(cfg, paths)
+    return {d.execution_id for d in decisions if d.kept}
 
 
 def run(cfg: FactoryConfig, paths: FactoryPaths, state: State | None = None) -> Schedule:
@@ -116,24 +127,26 @@ def run(cfg: FactoryConfig, paths: FactoryPaths, state: State | None = None) -> 
     sources = {s.id: s for s in read_rows(paths.stage_file("sources"), Source)}
     for round_ in range(cfg.execute.m):
         executions = collect(paths)
+        kept = _kept(cfg, paths) if cfg.execute.adaptive.enabled and executions else set()
         by_runbook: dict[str, list[Execution]] = defaultdict(list)
-        source_passes: dict[str, int] = defaultdict(int)
+        source_kept: dict[str, int] = defaultdict(int)
         for e in executions:
             by_runbook[e.runbook_id].append(e)
-            source_passes[e.source_id] += int(e.passed)
+            source_kept[e.source_id] += int(e.id in kept)
         done = {e.id for e in executions}
         samples: list[Sample] = []
         for runbook in runbooks:
             eid = execution_id(runbook.id, round_)
             if eid in done:
                 continue
-            reason = _stop_reason(cfg, runbook, by_runbook, source_passes)
+            reason = _stop_reason(cfg, runbook, by_runbook, source_kept, kept)
             if reason is not None:
                 schedule.stopped.setdefault(runbook.id, f"stopped before execution {round_}: "
                                                         f"{reason}")
                 continue
             source = sources[runbook.source_id]
-            sample = task_sample(load_task(source.task_dir), source.suite)
+            sample = task_sample(load_task(source.task_dir), source.suite, cfg.sandbox,
+                                     integrity=cfg.integrity)
             sample.id = eid
             sample.metadata = {**(sample.metadata or {}), "runbook_id": runbook.id,
                                "source_id": runbook.source_id, "index": round_,
@@ -151,7 +164,7 @@ def run(cfg: FactoryConfig, paths: FactoryPaths, state: State | None = None) -> 
             samples = samples[:left]
         if samples:
             run_eval(cfg, [Task(name=f"execute_r{round_}", dataset=MemoryDataset(samples),
-                                solver=as_solver(agent_), scorer=verifier(),
+                                solver=as_solver(agent_), scorer=verifier(cfg.integrity),
                                 metadata={"factory_stage": "execute", "round": round_,
                                           "prompts": [GUIDANCE_PROMPT]})],
                      log_dir, cfg.models.for_role("executor"))
@@ -161,13 +174,14 @@ def run(cfg: FactoryConfig, paths: FactoryPaths, state: State | None = None) -> 
     return schedule
 
 
-def collect(paths: FactoryPaths, keep: tuple[str, ...] = ()) -> list[Execution]:
+def collect(paths: FactoryPaths) -> list[Execution]:
     rows: list[Execution] = []
     for _, logged in sorted(completed_samples(paths.logs("execute")).items()):
         sample = logged.sample
         meta = sample.metadata or {}
         passed, reward = score_of(sample)
-        public = public_messages(sample, keep=keep)
+        # Executions run under Terminus 2: its segments are exactly the model's contexts.
+        view = model_view(sample, strip_source_control=True)
         result = sample.store.get(STORE_RESULT) or {}
         rows.append(Execution(
             id=str(sample.id), runbook_id=meta["runbook_id"], source_id=meta["source_id"],
@@ -175,8 +189,8 @@ def collect(paths: FactoryPaths, keep: tuple[str, ...] = ()) -> list[Execution]:
             round=meta["round"], passed=passed, reward=reward,
             turns=int(result.get("turns", 0)), tokens=sample_tokens(sample),
             sandbox_seconds=sample_seconds(sample), log=str(logged.log),
-            messages=public.messages,
-            control_kinds=sorted({r.kind for r in public.removed})))
+            messages=view.messages, segments=view.segments,
+            summarisation_calls=view.summarisation_calls))
     write_rows(paths.stage_file("executions"), rows)
     return rows
 

@@ -1,21 +1,27 @@
-"""Stage 7, export: the kept rewrites as a Hugging Face dataset, plus the two baselines.
+"""Stage 7, export: the kept rewrites as a Hugging Face dataset, plus the baselines.
 
 - `<out>/dataset/` (`save_to_disk`), `<out>/dataset.jsonl`, `<out>/dataset.parquet`: RSR rows;
-- `<out>/baselines/direct-sft[.jsonl]`: every discovery success, control stripped (the paper's
-  "Direct SFT");
+- `<out>/baselines/direct-sft[.jsonl]`: every discovery success as its harness's model saw it,
+  control included (the paper's "Direct SFT");
+- `<out>/baselines/direct-sft-stripped[.jsonl]`: the same successes in their Terminus 2 view
+  (StateM/RSRT control removed, Terminus 2's own messages kept);
 - `<out>/baselines/terminus2-direct[.jsonl]`: the Terminus 2 discovery successes;
-- `<out>/DATASET_CARD.md` (also `dataset/README.md`): funnel, costs, refusals.
+- `<out>/DATASET_CARD.md` (also `dataset/README.md`): funnel, dedupe, segments, refusals.
 
-Rows have `messages` ([{role, content}], the Terminus 2 public history: first prompt, replies,
-observations) and provenance columns. The contamination guard refuses rows whose task belongs
-to an evaluation suite, shares a name, files or most of its instruction with an evaluation
-task, unless `export.allow_contamination` is set (then rows are kept and marked).
+A row is one model context (`segment`): `messages` are exactly what the model was sent in its
+last call of that context plus its reply, so a trajectory summarised at inference becomes
+several rows, each after the first opening with its hand-off. The contamination guard refuses
+rows whose task belongs to an evaluation suite, shares a name, non-boilerplate files or its
+instruction (copied or paraphrased) with an evaluation task, unless
+`export.allow_contamination` is set (then rows are kept and marked); suites it cannot check
+here are listed in the card.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,13 +29,16 @@ from typing import Any
 from rsr.errors import RsrError
 from rsr.factory.config import FactoryConfig
 from rsr.factory.critique import shingles
+from rsr.factory.dedupe import minhash
 from rsr.factory.ledger import FactoryPaths
 from rsr.factory.records import Decision, Execution, Runbook, Source, content_hash, read_rows
 from rsr.suites.registry import resolve_suite_path
 from rsr.tasks.load import LoadedTask, iter_files, load_dataset, load_task
+from rsr.trajectories.model_view import Segment
 from rsr.trajectories.redact import environment_secrets, redact
 
 MIN_FILE_BYTES = 64
+INSTRUCTION_SHINGLE = 2
 
 
 def _sha(path: Path) -> str:
@@ -48,6 +57,27 @@ def _task_files(task: LoadedTask) -> dict[str, str]:
     return out
 
 
+def _dataset_boilerplate(task_dir: Path) -> set[str]:
+    """Hashes of files that several tasks of one dataset share (a generic test.sh, a shared
+    Dockerfile): sharing them says nothing about sharing a task."""
+    seen: dict[str, set[str]] = {}
+    root = task_dir.parent
+    for sibling in sorted(p for p in root.iterdir() if p.is_dir()):
+        for folder in (sibling / "tests", sibling / "environment"):
+            if not folder.is_dir():
+                continue
+            for _rel, path in iter_files(folder):
+                if path.stat().st_size >= MIN_FILE_BYTES:
+                    seen.setdefault(_sha(path), set()).add(sibling.name)
+    return {h for h, tasks in seen.items() if len(tasks) >= 2}
+
+
+def _instruction_words(text: str) -> set[str]:
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    n = INSTRUCTION_SHINGLE
+    return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
 @dataclass
 class EvalIndex:
     """The evaluation tasks the training data must stay away from."""
@@ -55,11 +85,19 @@ class EvalIndex:
     suites: set[str]
     tasks: list[tuple[str, LoadedTask]] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)
+    """Evaluation suites that are not on this machine: only their names could be checked."""
+    checked: dict[str, int] = field(default_factory=dict)
+    """Evaluation sources whose tasks were compared: label -> number of tasks."""
     threshold: float = 0.5
+    similarity: float = 0.5
+    _sketches: dict[int, Any] = field(default_factory=dict)
+    _boilerplate: dict[Path, set[str]] = field(default_factory=dict)
+    _eval_boilerplate: set[str] | None = None
 
     @classmethod
     def build(cls, cfg: FactoryConfig) -> EvalIndex:
-        index = cls(suites=set(cfg.export.eval_suites), threshold=cfg.export.instruction_overlap)
+        index = cls(suites=set(cfg.export.eval_suites), threshold=cfg.export.instruction_overlap,
+                    similarity=cfg.export.instruction_similarity)
         roots: list[tuple[str, Path]] = []
         for suite in cfg.export.eval_suites:
             try:
@@ -70,15 +108,35 @@ class EvalIndex:
         for label, root in roots:
             loaded = load_dataset(root)
             index.tasks += [(label, t) for t in loaded.tasks]
+            index.checked[label] = len(loaded.tasks)
         return index
+
+    def _sketch(self, i: int, text: str) -> Any:
+        if i not in self._sketches:
+            self._sketches[i] = minhash(_instruction_words(text))
+        return self._sketches[i]
+
+    def boilerplate(self, task: LoadedTask) -> set[str]:
+        if self._eval_boilerplate is None:
+            counts: dict[str, set[str]] = {}
+            for _, other in self.tasks:
+                for h in _task_files(other):
+                    counts.setdefault(h, set()).add(str(other.paths.task_dir))
+            self._eval_boilerplate = {h for h, t in counts.items() if len(t) >= 2}
+        parent = task.paths.task_dir.parent
+        if parent not in self._boilerplate:
+            self._boilerplate[parent] = _dataset_boilerplate(task.paths.task_dir)
+        return self._boilerplate[parent] | self._eval_boilerplate
 
     def check(self, task: LoadedTask, suite: str) -> list[str]:
         reasons: list[str] = []
         if suite in self.suites:
             reasons.append(f"task {task.name} is from evaluation suite {suite!r}")
         own = shingles(task.instruction)
-        files = _task_files(task)
-        for label, other in self.tasks:
+        own_sketch = minhash(_instruction_words(task.instruction))
+        boilerplate = self.boilerplate(task)
+        files = {h: rel for h, rel in _task_files(task).items() if h not in boilerplate}
+        for n, (label, other) in enumerate(self.tasks):
             where = f"evaluation task {other.name} ({label})"
             if other.paths.task_dir.resolve() == task.paths.task_dir.resolve():
                 reasons.append(f"task {task.name} is {where}")
@@ -86,11 +144,15 @@ class EvalIndex:
             if other.name == task.name:
                 reasons.append(f"task {task.name} has the name of {where}")
             theirs = shingles(other.instruction)
-            if own and theirs:
-                share = len(own & theirs) / min(len(own), len(theirs))
-                if share >= self.threshold:
-                    reasons.append(f"instruction of {task.name} overlaps {where}: "
-                                   f"{share:.0%} of 8-word shingles")
+            share = len(own & theirs) / min(len(own), len(theirs)) if own and theirs else 0.0
+            if share >= self.threshold:
+                reasons.append(f"instruction of {task.name} overlaps {where}: "
+                               f"{share:.0%} of 8-word shingles")
+            else:  # reworded copies share few long runs but most word pairs
+                sim = float(own_sketch.jaccard(self._sketch(n, other.instruction)))
+                if sim >= self.similarity:
+                    reasons.append(f"instruction of {task.name} is a near-duplicate of {where}"
+                                   f" (MinHash Jaccard {sim:.2f} of word pairs)")
             common = set(files) & set(_task_files(other))
             if common:
                 reasons.append(f"{task.name} shares file {files[sorted(common)[0]]} with {where}")
@@ -100,9 +162,19 @@ class EvalIndex:
 @dataclass
 class ExportResult:
     rows: int = 0
+    trajectories: int = 0
     refused: dict[str, list[str]] = field(default_factory=dict)
     baselines: dict[str, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    unchecked_suites: dict[str, str] = field(default_factory=dict)
+    checked_eval: dict[str, int] = field(default_factory=dict)
+    summarised: int = 0
+
+
+def _segment_rows(segments: list[Segment], base: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"messages": seg.messages, **base, "segment": seg.index, "segments": len(segments),
+             "handoff": seg.handoff, "content_hash": content_hash(seg.messages)}
+            for seg in segments]
 
 
 def _rsr_rows(paths: FactoryPaths, model: str) -> list[dict[str, Any]]:
@@ -116,28 +188,32 @@ def _rsr_rows(paths: FactoryPaths, model: str) -> list[dict[str, Any]]:
         e = executions[d.execution_id]
         source = sources[e.source_id]
         runbook = runbooks[e.runbook_id]
-        rows.append({
-            "messages": e.messages, "kind": "rsr", "task": e.task, "suite": e.suite,
+        segments = e.segments or [Segment(index=0, handoff=False, messages=e.messages)]
+        rows += _segment_rows(segments, {
+            "kind": "rsr", "task": e.task, "suite": e.suite,
             "source_harness": source.harness, "source_trajectory": f"{source.log}#{source.id}",
             "runbook_id": e.runbook_id, "execution_id": e.id, "reward": e.reward,
-            "turns": e.turns, "tokens": e.tokens, "content_hash": d.content_hash,
+            "turns": e.turns, "tokens": e.tokens, "trajectory_hash": d.content_hash,
             "runbook_rounds": len(runbook.attempts), "model": model, "log": e.log,
             "task_dir": source.task_dir})
     return rows
 
 
-def _source_rows(paths: FactoryPaths, model: str, harness: str | None) -> list[dict[str, Any]]:
+def _source_rows(paths: FactoryPaths, model: str, kind: str) -> list[dict[str, Any]]:
+    """Baseline rows: `direct-sft` (as the source harness's model saw it, control included),
+    `direct-sft-stripped` (its Terminus 2 view), `terminus2-direct` (Terminus 2 sources)."""
     rows = []
     for s in read_rows(paths.stage_file("sources"), Source):
-        if harness is not None and s.harness != harness:
+        if kind == "terminus2-direct" and s.harness != "terminus2":
             continue
-        rows.append({
-            "messages": s.messages, "kind": "direct" if harness else "direct-sft", "task": s.task,
-            "suite": s.suite, "source_harness": s.harness,
+        segments = s.raw_segments if kind == "direct-sft" else s.segments
+        segments = segments or [Segment(index=0, handoff=False, messages=s.messages)]
+        rows += _segment_rows(segments, {
+            "kind": kind, "task": s.task, "suite": s.suite, "source_harness": s.harness,
             "source_trajectory": f"{s.log}#{s.id}", "runbook_id": None, "execution_id": None,
             "reward": s.reward, "turns": s.turns, "tokens": s.tokens,
-            "content_hash": content_hash(s.messages), "runbook_rounds": 0, "model": model,
-            "log": s.log, "task_dir": s.task_dir})
+            "trajectory_hash": content_hash([m for g in segments for m in g.messages]),
+            "runbook_rounds": 0, "model": model, "log": s.log, "task_dir": s.task_dir})
     return rows
 
 
@@ -187,19 +263,25 @@ def write_dataset(rows: list[dict[str, Any]], directory: Path, jsonl: Path) -> N
     ds.to_parquet(str(jsonl.with_suffix(".parquet")))
 
 
+BASELINES = ("direct-sft", "direct-sft-stripped", "terminus2-direct")
+
+
 def run(cfg: FactoryConfig, paths: FactoryPaths) -> ExportResult:
     model = cfg.models.for_role("executor")
     index = EvalIndex.build(cfg)
     allow = cfg.export.allow_contamination
-    result = ExportResult()
+    result = ExportResult(unchecked_suites=dict(index.unavailable),
+                          checked_eval=dict(index.checked))
     rows, refused = guard(_rsr_rows(paths, model), index, allow)
     result.refused.update(refused)
     write_dataset(rows, paths.dataset_dir, paths.dataset_jsonl)
     result.rows = len(rows)
+    result.trajectories = len({r["execution_id"] for r in rows})
+    result.summarised = len({r["execution_id"] for r in rows if r["segments"] > 1})
     result.files += [str(paths.dataset_dir), str(paths.dataset_jsonl)]
     if cfg.export.baselines:
-        for name, harness in (("direct-sft", None), ("terminus2-direct", "terminus2")):
-            base_rows, refused = guard(_source_rows(paths, cfg.models.model, harness), index, allow)
+        for name in BASELINES:
+            base_rows, refused = guard(_source_rows(paths, cfg.models.model, name), index, allow)
             result.refused.update(refused)
             target = paths.root / "baselines" / name
             write_dataset(base_rows, target, target.with_suffix(".jsonl"))

@@ -2,12 +2,17 @@
 
 An execution is kept only if
 1. it passed the task verifier (reward 1);
-2. its public history is clean: it alternates user/assistant from the first prompt, and no
-   message contains runbook text, planner/critic/guidance prompt text, or harness control text;
-3. the auditor (model role `auditor`, an Inspect task `audit` without sandbox) marks no value
+2. its history is clean: every segment alternates user/assistant from its first prompt (or
+   hand-off), and no message contains runbook text, planner/critic/guidance prompt text, or
+   the control text of StateM or RSRT (Terminus 2's own messages belong there);
+3. the agent's replies pass the deterministic leak scan (`critique.reply_leaks`): no hidden
+   value typed before any observation showed it, no mention of private guidance;
+4. the auditor (model role `auditor`, an Inspect task `audit` without sandbox) marks no value
    that cannot be derived from the task or the environment. A marked value must occur in one of
    the agent's replies; marks that do not are recorded and ignored;
-4. it is not an exact duplicate (same content hash) of an execution kept before it.
+5. it duplicates no execution kept before it: not exactly, not after normalising sandbox noise
+   (hostnames, ids, times, PIDs, temp names), and not as a near-duplicate (MinHash LSH,
+   `filter.near_duplicate_threshold`).
 """
 
 from __future__ import annotations
@@ -24,7 +29,17 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import store
 
 from rsr.factory.config import FactoryConfig
-from rsr.factory.critique import SHINGLE, _control_lines, _norm, load_prompt, shingles
+from rsr.factory.critique import (
+    SHINGLE,
+    SOURCE_CONTROL_PATTERNS,
+    TaskMaterial,
+    _norm,
+    load_prompt,
+    reply_leaks,
+    shingles,
+    source_control_lines,
+)
+from rsr.factory.dedupe import Deduper, normalized_hash
 from rsr.factory.ledger import FactoryPaths, StageCost, completed_samples, run_eval, sample_tokens
 from rsr.factory.records import (
     Decision,
@@ -35,6 +50,7 @@ from rsr.factory.records import (
     read_rows,
     write_rows,
 )
+from rsr.tasks.load import load_task
 
 STORE_AUDIT = "rsr_factory_audit"
 AUDITOR_PROMPT = "auditor.v1"
@@ -104,16 +120,19 @@ def clean() -> Scorer:
 
 
 def history_problems(execution: Execution, runbook: Runbook | None, min_chars: int) -> list[str]:
-    """Why an execution's public messages are not a clean Terminus 2 history."""
+    """Why an execution's messages are not a clean Terminus 2 history."""
     problems: list[str] = []
     msgs = execution.messages
-    if not msgs or msgs[0]["role"] != "user":
-        problems.append("history does not start with the user prompt")
-    for i, m in enumerate(msgs):
-        expected = "user" if i % 2 == 0 else "assistant"
-        if m["role"] != expected:
-            problems.append(f"messages[{i}] is {m['role']}, expected {expected}")
-            break
+    segments = [s.messages for s in execution.segments] or [msgs]
+    for n, seg in enumerate(segments):
+        if not seg or seg[0]["role"] != "user":
+            problems.append(f"segment {n} does not start with a user prompt")
+            continue
+        for i, m in enumerate(seg):
+            expected = "user" if i % 2 == 0 else "assistant"
+            if m["role"] != expected:
+                problems.append(f"segment {n}: messages[{i}] is {m['role']}, expected {expected}")
+                break
     text = _norm("\n".join(m["content"] for m in msgs))
     leaks: list[tuple[str, str]] = []
     if runbook is not None and runbook.body is not None:
@@ -121,10 +140,16 @@ def history_problems(execution: Execution, runbook: Runbook | None, min_chars: i
     for name in FACTORY_PROMPTS:
         leaks += [(_norm(line), f"factory prompt {name}") for line in
                   load_prompt(name).splitlines() if "$" not in line]
-    leaks += [(line, f"harness control ({name})") for line, name in _control_lines()]
+    leaks += [(line, f"source-harness control ({name})") for line, name in source_control_lines()]
     for line, where in leaks:
         if len(line) >= min_chars and line in text:
             problems.append(f"{where} in the public history: {line[:80]!r}")
+    raw = "\n".join(m["content"] for m in msgs)
+    for pattern, name in SOURCE_CONTROL_PATTERNS:
+        m = pattern.search(raw)
+        if m:
+            problems.append(f"source-harness control ({name}) in the public history: "
+                            f"{m.group(0)!r}")
     if runbook is not None and runbook.body is not None and msgs:
         # Copying shorter stretches of the runbook into replies also leaks it; words the task
         # prompt already contains do not count.
@@ -140,10 +165,12 @@ def run(cfg: FactoryConfig, paths: FactoryPaths) -> tuple[list[Decision], StageC
     executions = read_rows(paths.stage_file("executions"), Execution)
     runbooks = {r.id: r for r in read_rows(paths.stage_file("runbooks"), Runbook)}
     passed = {e.id: e for e in executions if e.passed and e.reward >= 1.0}
+    sources = {s.id: s for s in read_rows(paths.stage_file("sources"), Source)}
+    materials: dict[str, TaskMaterial] = {}
     log_dir = paths.logs("filter")
     if cfg.filter.auditor:
         done = completed_samples(log_dir)
-        instructions = {s.id: s.instruction for s in read_rows(paths.stage_file("sources"), Source)}
+        instructions = {s.id: s.instruction for s in sources.values()}
         samples = [Sample(id=e.id, input=instructions[e.source_id],
                           metadata={"execution_id": e.id, "task_name": e.task,
                                     "runbook_id": e.runbook_id, "suite": e.suite})
@@ -158,7 +185,7 @@ def run(cfg: FactoryConfig, paths: FactoryPaths) -> tuple[list[Decision], StageC
 
     cost = StageCost()
     decisions: list[Decision] = []
-    seen: dict[str, str] = {}
+    deduper = Deduper(cfg.filter.near_duplicate_threshold)
     for e in sorted(executions, key=lambda x: x.id):
         reasons: list[str] = []
         underived: list[dict[str, Any]] = []
@@ -167,6 +194,11 @@ def run(cfg: FactoryConfig, paths: FactoryPaths) -> tuple[list[Decision], StageC
             reasons.append(f"failed the verifier (reward {e.reward:g})")
         else:
             reasons += history_problems(e, runbooks.get(e.runbook_id), cfg.filter.min_leak_chars)
+            source = sources.get(e.source_id)
+            if source is not None:
+                if source.id not in materials:
+                    materials[source.id] = TaskMaterial.of(load_task(source.task_dir), source)
+                reasons += [str(r) for r in reply_leaks(e.messages, materials[source.id])]
             if cfg.filter.auditor:
                 sample = audits.get(e.id)
                 if sample is None:
@@ -182,13 +214,19 @@ def run(cfg: FactoryConfig, paths: FactoryPaths) -> tuple[list[Decision], StageC
                         values = ", ".join(repr(str(m.get("value"))) for m in underived)
                         reasons.append(f"auditor marked underived value(s): {values}")
         digest = content_hash(e.messages)
+        dup = None
         if not reasons and cfg.filter.dedupe:
-            if digest in seen:
-                reasons.append(f"exact duplicate of {seen[digest]}")
-            else:
-                seen[digest] = e.id
+            dup = deduper.check(e.id, e.messages, digest)
+            if dup is not None:
+                how = {"exact": "exact duplicate", "normalized": "duplicate after normalising "
+                       "sandbox noise", "near": f"near-duplicate (MinHash Jaccard "
+                       f"{dup.similarity:.2f})"}[dup.how]
+                reasons.append(f"{how} of {dup.of}")
         decisions.append(Decision(execution_id=e.id, kept=not reasons, reasons=reasons,
                                   underived=underived, content_hash=digest,
+                                  normalized_hash=normalized_hash(e.messages),
+                                  duplicate_of=dup.of if dup else None,
+                                  duplicate=dup.how if dup else None,  # type: ignore[arg-type]
                                   auditor_tokens=tokens))
     write_rows(paths.stage_file("decisions"), decisions)
     return decisions, cost

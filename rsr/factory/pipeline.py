@@ -15,7 +15,7 @@ from rsr.factory import compress, discover, execute, export, plan, report
 from rsr.factory import filter as filter_stage
 from rsr.factory.config import STAGES, FactoryConfig
 from rsr.factory.ledger import FactoryPaths, StageCost, State, budget_left, unfinished_samples
-from rsr.factory.records import Runbook, read_rows
+from rsr.factory.records import Decision, Runbook, read_rows
 
 PREREQUISITES = {"compress": "rollouts", "plan": "sources", "execute": "runbooks",
                  "filter": "executions", "export": "decisions"}
@@ -37,7 +37,6 @@ def run_stage(cfg: FactoryConfig, paths: FactoryPaths, state: State, stage: str,
               console: Console) -> str:
     """Run one stage; returns a one-line summary."""
     _check_inputs(paths, stage)
-    keep = tuple(cfg.export.keep_control_kinds)
     if stage == "discover":
         left, exhausted = budget_left(cfg, state)
         if exhausted:
@@ -46,9 +45,10 @@ def run_stage(cfg: FactoryConfig, paths: FactoryPaths, state: State, stage: str,
         state.costs["discover"] = _cost_dict(cost)
         return f"{int(cost.rollouts)} rollouts in the ledger"
     if stage == "compress":
-        sources = compress.run(paths, keep)
+        sources = compress.run(paths)
         dropped = sum(len(s.dropped) for s in sources)
-        return f"{len(sources)} sources; {dropped} harness control messages removed or stripped"
+        return (f"{len(sources)} sources; {dropped} source-harness control messages removed or "
+                "stripped")
     if stage == "plan":
         cost = plan.run(cfg, paths)
         state.costs["plan"] = _cost_dict(cost)
@@ -56,8 +56,6 @@ def run_stage(cfg: FactoryConfig, paths: FactoryPaths, state: State, stage: str,
         return f"{sum(r.accepted for r in rows)}/{len(rows)} runbooks accepted"
     if stage == "execute":
         schedule = execute.run(cfg, paths, state)
-        if keep:
-            execute.collect(paths, keep)
         state.costs["execute"] = _cost_dict(execute.cost(paths))
         state.notes["adaptive"] = {"m": cfg.execute.m, "planned": schedule.planned,
                                    "executed": schedule.executed,
@@ -72,8 +70,11 @@ def run_stage(cfg: FactoryConfig, paths: FactoryPaths, state: State, stage: str,
         return f"{sum(d.kept for d in decisions)}/{len(decisions)} executions kept"
     if stage == "export":
         result = export.run(cfg, paths)
-        state.notes["export"] = {"rows": result.rows, "refused": result.refused,
-                                 "baselines": result.baselines}
+        state.notes["export"] = {"rows": result.rows, "trajectories": result.trajectories,
+                                 "summarised": result.summarised, "refused": result.refused,
+                                 "baselines": result.baselines,
+                                 "unchecked_suites": result.unchecked_suites,
+                                 "checked_eval": result.checked_eval}
         for task, reasons in result.refused.items():
             verb = "exported anyway (allow_contamination)" if cfg.export.allow_contamination \
                 else "refused"
@@ -116,38 +117,81 @@ def run(cfg: FactoryConfig, stages: Sequence[str] | None = None,
     return state
 
 
+def _dedupe_counts(paths: FactoryPaths) -> dict[str, int]:
+    counts = {"exact": 0, "normalized": 0, "near": 0}
+    for d in read_rows(paths.stage_file("decisions"), Decision):
+        if d.duplicate:
+            counts[d.duplicate] += 1
+    return counts
+
+
 def write_card(cfg: FactoryConfig, paths: FactoryPaths, state: State) -> None:
     data = report.build(paths)
     f = data["funnel"]
     export_note: dict[str, Any] = state.notes.get("export", {})
+    dup = _dedupe_counts(paths)
     lines = [
         f"# {cfg.name}: RSR rewritten Terminus 2 trajectories", "",
-        "Each row is one re-execution of a verified discovery success under the generic "
-        "Terminus 2 harness, guided by a private runbook that is not part of the messages. "
-        "`messages` is the public history exactly as Terminus 2 presents it: the first prompt "
-        "(instruction and terminal state), the model's replies and the terminal observations.", "",
+        "Each row is one model context of a re-execution of a verified discovery success under "
+        "the generic Terminus 2 harness, guided by a private runbook. `messages` are exactly "
+        "what the executor model was sent in its last call of that context, followed by its "
+        "reply, with one thing removed: the runbook, which reached the model as a system "
+        "message in every call. Everything Terminus 2 itself shows stays, because a deployed "
+        "model meets it: the first prompt (reply format, instruction, terminal state), terminal "
+        "observations, parse-error feedback and auto-correction warnings, and the completion "
+        "confirmation (\"Are you sure?\") with the confirming reply. A run that was summarised "
+        "at inference gives one row per context (`segment`, `segments`), each later one "
+        "opening with its hand-off message (`handoff: true`).", "",
         "## Funnel", "",
         "| stage | count |", "|---|---|",
         f"| discovery rollouts | {f['rollouts']} |", f"| verified sources | {f['sources']} |",
         f"| candidate runbooks | {f['runbooks']} |", f"| planner/critic rounds | {f['runbook_rounds']} |",
         f"| accepted runbooks | {f['accepted']} |", f"| executions | {f['executions']} |",
         f"| passed the verifier | {f['passed']} |", f"| kept after filtering | {f['kept']} |",
-        f"| exported rows | {export_note.get('rows', '–')} |", "",
-        f"Baselines: {export_note.get('baselines', {})} (`baselines/`).", "",
+        f"| exported trajectories | {export_note.get('trajectories', '–')} |",
+        f"| exported rows (model contexts) | {export_note.get('rows', '–')} |",
+        f"| trajectories summarised at inference | {export_note.get('summarised', '–')} |", "",
+        f"Filter drop reasons: {f['drop_reasons'] or 'none'}.", "",
+        "## Dedupe", "",
+        "Executions that passed every other check, compared in id order with those kept before "
+        "them: exact duplicates (same text), duplicates after normalising sandbox noise "
+        "(container hostnames, container/commit ids, timestamps, PIDs, temp names, timings), "
+        f"and near-duplicates (MinHash LSH, Jaccard >= {cfg.filter.near_duplicate_threshold} "
+        "over 5-word shingles of the normalised trajectory).", "",
+        "| duplicate kind | dropped |", "|---|---|",
+        f"| exact | {dup['exact']} |", f"| after normalisation | {dup['normalized']} |",
+        f"| near-duplicate | {dup['near']} |", "",
+        "## Baselines", "",
+        f"Rows per baseline: {export_note.get('baselines', {})} (`baselines/`). `direct-sft`: "
+        "every discovery success as its harness's model saw it, StateM/RSRT control included "
+        "(the paper's Direct SFT); `direct-sft-stripped`: the same runs in their Terminus 2 "
+        "view (StateM/RSRT control removed); `terminus2-direct`: the Terminus 2 successes.", "",
         "## Provenance columns", "",
         "task, suite, source_harness, source_trajectory (discovery log#sample), runbook_id, "
-        "execution_id, reward, turns, tokens, content_hash, runbook_rounds, model, log, "
-        "contamination.", "",
+        "execution_id, segment, segments, handoff, reward, turns, tokens, content_hash (of the "
+        "row), trajectory_hash, runbook_rounds, model, log, contamination.", "",
         "## Models and settings", "",
         f"Base model `{cfg.models.model}`; roles "
         f"{ {r: cfg.models.for_role(r) for r in ('planner', 'critic', 'executor', 'auditor')} }; "
         f"K={cfg.plan.k}, N={cfg.plan.critic_rounds}, M={cfg.execute.m}, executor temperature "
-        f"{cfg.execute.temperature}; config digest {cfg.digest()}.", "",
+        f"{cfg.execute.temperature}; adaptive execution "
+        f"{'on' if cfg.execute.adaptive.enabled else 'off (full K x M)'}; config digest "
+        f"{cfg.digest()}.", "",
+        "## Contamination guard", "",
     ]
+    checked = export_note.get("checked_eval", {})
+    unchecked = export_note.get("unchecked_suites", {})
+    lines.append("Compared with the tasks of: " + (", ".join(f"{k} ({v} tasks)"
+                                                          for k, v in checked.items())
+                                                 or "nothing") + ".")
+    if unchecked:
+        lines += ["", "**Not checked** (not on this machine; only rows whose suite has one of "
+                      "these names were refused, overlap in content could not be looked for): "
+                  + ", ".join(sorted(unchecked)) + "."]
     if export_note.get("refused"):
-        lines += ["## Contamination guard", ""]
+        lines += ["", "Refused:", ""]
         lines += [f"- {task}: {'; '.join(r)}" for task, r in export_note["refused"].items()]
-        lines.append("")
+    lines.append("")
     card = "\n".join(lines)
     (paths.root / "DATASET_CARD.md").write_text(card)
     (paths.dataset_dir / "README.md").write_text(card)

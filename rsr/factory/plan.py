@@ -35,12 +35,23 @@ from rsr.factory.critique import (
 )
 from rsr.factory.ledger import FactoryPaths, StageCost, completed_samples, run_eval, sample_tokens
 from rsr.factory.records import Attempt, Runbook, Source, read_rows, write_rows
+from rsr.harness import prompts as harness_prompts
 from rsr.harness.protocol import parse_reply
 from rsr.tasks.load import load_task
 
 STORE_RUNBOOK = "rsr_factory_runbook"
 PLANNER_PROMPT = "planner.v1"
 OBSERVATION_CHARS = 1_500
+
+
+def _without_confirmation(text: str) -> str:
+    """The terminal state of Terminus 2's completion question (the planner needs the screen,
+    not harness wording it might echo into a runbook)."""
+    head, _, tail = harness_prompts.load(harness_prompts.CONFIRM).partition("$terminal_state")
+    marker = tail.strip().splitlines()[0]
+    if text.startswith(head) and marker in text:
+        return text[len(head):text.index(marker)]
+    return text
 
 
 def render_trajectory(messages: list[dict[str, str]]) -> str:
@@ -53,7 +64,7 @@ def render_trajectory(messages: list[dict[str, str]]) -> str:
                 continue
             lines += [f"$ {c.keystrokes.rstrip()}" for c in parsed.reply.commands]
         else:
-            text = m["content"].strip()
+            text = _without_confirmation(m["content"]).strip()
             if len(text) > OBSERVATION_CHARS:
                 half = OBSERVATION_CHARS // 2
                 text = f"{text[:half]}\n[...]\n{text[-half:]}"

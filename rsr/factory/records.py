@@ -10,6 +10,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rsr.errors import RsrError
+from rsr.trajectories.model_view import Segment
 
 
 class _Row(BaseModel):
@@ -55,9 +56,14 @@ class Source(_Row):
     log: str
     instruction: str
     messages: list[dict[str, str]]
+    """All segments of the Terminus 2 view, in order (for the planner and the reports)."""
+    segments: list[Segment] = Field(default_factory=list)
+    """The Terminus 2 view: what Terminus 2 would have shown, source-harness control removed."""
+    raw_segments: list[Segment] = Field(default_factory=list)
+    """The contexts the source harness's model saw, control included (Direct SFT)."""
     commands: list[str]
     dropped: list[dict[str, Any]] = Field(default_factory=list)
-    """Harness control removed by compression: index, kind, action, chars."""
+    """Source-harness control removed by compression: index, kind, action, chars."""
     produced_files: dict[str, str] = Field(default_factory=dict)
     """Files the source run wrote (path -> content), for answer-leak checks."""
 
@@ -136,8 +142,10 @@ class Execution(_Row):
     sandbox_seconds: float
     log: str
     messages: list[dict[str, str]]
-    control_kinds: list[str] = Field(default_factory=list)
-    """Kinds of the harness control messages that compression removed."""
+    """All segments' messages in order (audits, similarity); rows are the segments."""
+    segments: list[Segment] = Field(default_factory=list)
+    """The model's contexts, verbatim: one per hand-off, each ending with its last reply."""
+    summarisation_calls: int = 0
     error: str | None = None
 
 
@@ -149,6 +157,10 @@ class Decision(_Row):
     reasons: list[str] = Field(default_factory=list)
     underived: list[dict[str, Any]] = Field(default_factory=list)
     content_hash: str
+    normalized_hash: str = ""
+    """sha256 of the trajectory with hostnames, ids, times, PIDs and temp names normalised."""
+    duplicate_of: str | None = None
+    duplicate: Literal["exact", "normalized", "near"] | None = None
     auditor_tokens: int = 0
 
 
@@ -157,7 +169,9 @@ R = TypeVar("R", bound=BaseModel)
 
 def content_hash(messages: list[dict[str, str]]) -> str:
     """sha256 of a conversation, insensitive to trailing whitespace (exact-duplicate key)."""
-    canon = [[m["role"], m["content"].rstrip()] for m in messages]
+    canon = [[m["role"], m["content"].rstrip(), *([m["reasoning_content"]]
+                                                  if m.get("reasoning_content") else [])]
+             for m in messages]
     return hashlib.sha256(json.dumps(canon, ensure_ascii=False).encode()).hexdigest()
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import statistics
 from collections import defaultdict
 from dataclasses import asdict, dataclass
@@ -117,6 +118,11 @@ def _median(values: list[int]) -> float | None:
     return float(statistics.median(values)) if values else None
 
 
+def reason_kind(reason: str) -> str:
+    """A filter reason without its specifics (values, ids), for counting."""
+    return re.split(r":| \(| of \S+~", reason, maxsplit=1)[0]
+
+
 def funnel(paths: FactoryPaths) -> dict[str, Any]:
     rollouts = read_rows(paths.stage_file("rollouts"), Rollout)
     sources = read_rows(paths.stage_file("sources"), Source)
@@ -127,7 +133,7 @@ def funnel(paths: FactoryPaths) -> dict[str, Any]:
     drops: dict[str, int] = defaultdict(int)
     for d in decisions:
         for reason in d.reasons:
-            drops[reason.split(":")[0].split(" (")[0]] += 1
+            drops[reason_kind(reason)] += 1
     per_source = []
     for s in sources:
         mine = [e for e in executions if e.source_id == s.id]

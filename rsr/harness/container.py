@@ -1,8 +1,7 @@
-"""A sandbox over one plain Docker container, addressed by id.
+"""A sandbox over one plain Docker container, addressed by id (via the `docker` CLI).
 
-RSRT runs the hidden verifier in a *copy* of the agent's container; that copy is not an Inspect
-sandbox, but `rsr.verify.verifier.verify` only needs `exec`/`write_file`/`read_file`, so this
-adapter gives it that interface over `docker exec`.
+For driving containers that no Inspect provider created (tests of the tmux layer, ad-hoc
+debugging); `container` lets the verifier find the engine container behind it.
 """
 
 from __future__ import annotations

@@ -1,27 +1,25 @@
 """`rsr/rsrt`: Terminus 2 plus reflection on hidden verification.
 
 When the agent confirms completion (or runs out of episodes), the task's verifier runs in a
-*copy* of the sandbox: the agent's container is committed to a temporary image and the tests
-run in a fresh `--network none` container from it, which is then removed. The agent's own
-container never sees the tests, and only the pass/fail outcome reaches the agent, inside a
-reflection prompt. The run continues until a pass, the reflection limit or the wall-clock
-budget. The sample's score is still the ordinary scorer's, run on the agent's container.
+*copy* of the sandbox: the verifier's own snapshot (`rsr.verify.snapshot`), a container made
+from a commit of the agent's, removed afterwards. The agent's own container never sees the
+tests, and only the pass/fail outcome reaches the agent, inside a reflection prompt. The run
+continues until a pass, the reflection limit or the wall-clock budget. The sample's score is
+still the ordinary scorer's, run on the agent's container.
 """
 
 from __future__ import annotations
 
 import time
-import uuid
 from typing import Any
 
 from inspect_ai.agent import Agent, AgentState, agent
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessage
-from inspect_ai.util import SandboxEnvironment, subprocess
+from inspect_ai.util import SandboxEnvironment
 
 from rsr.errors import RsrError
 from rsr.harness import prompts
-from rsr.harness.container import DockerContainerSandbox
 from rsr.harness.control import user_message
 from rsr.harness.protocol import ReplyFormat
 from rsr.harness.terminus2 import (
@@ -37,57 +35,22 @@ class VerifierCopyError(RsrError):
     """The sandbox could not be copied for a hidden verification."""
 
 
-async def _docker(*args: str, timeout: int = 600) -> str:
-    result = await subprocess(["docker", *args], timeout=timeout)
-    if not result.success:
-        raise VerifierCopyError(f"docker {args[0]} failed: {result.stderr.strip()[-500:]}")
-    return result.stdout.strip()
-
-
-async def container_id(sbx: SandboxEnvironment) -> str:
-    """The Docker container behind an Inspect docker sandbox."""
-    from inspect_ai.util._sandbox.docker.compose import compose_ps
-    from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
-
-    try:
-        docker_sbx = sbx.as_type(DockerSandboxEnvironment)
-    except TypeError as e:
-        raise VerifierCopyError(
-            "rsr/rsrt verifies in a copy of the sandbox and supports the docker sandbox only; "
-            f"this sample uses {type(sbx).__name__}") from e
-    # Private attributes of Inspect's docker sandbox: the compose project and service name.
-    project, service = docker_sbx._project, docker_sbx._service
-    for entry in await compose_ps(project, all=True):
-        if entry.get("Service") == service:
-            return str(entry["ID"])
-    raise VerifierCopyError(f"no container found for service {service!r} of {project.name}")
-
-
 async def verify_in_copy(sbx: SandboxEnvironment, metadata: dict[str, Any]) -> Any:
-    """Run the task verifier in a throwaway copy of `sbx`'s container; returns VerifierResult."""
+    """Run the task verifier in a throwaway copy of `sbx`'s container; returns VerifierResult.
+
+    The verifier always works on a snapshot of the agent's container; a task that asks for
+    live verification still gets a snapshot here, because mid-run the tests must never enter
+    the container the agent keeps working in.
+    """
     from rsr.tasks.load import task_from_metadata
-    from rsr.verify.verifier import verify
+    from rsr.verify.verifier import container_of, verify
 
     task = task_from_metadata(metadata)
-    source = await container_id(sbx)
-    tag = f"rsr-rsrt-copy:{uuid.uuid4().hex[:12]}"
-    await _docker("commit", source, tag)
-    copy: str | None = None
-    try:
-        workdir = await _docker("inspect", "--format", "{{.Config.WorkingDir}}", tag)
-        limits: list[str] = []
-        if metadata.get("cpus"):
-            limits += ["--cpus", str(metadata["cpus"])]
-        if metadata.get("memory_mb"):
-            limits += ["--memory", f"{int(metadata['memory_mb'])}m"]
-        copy = await _docker(
-            "run", "-d", "--network", "none", *limits, "--entrypoint", "/bin/sh", tag,
-            "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done")
-        return await verify(task, DockerContainerSandbox(copy, workdir or "/"))
-    finally:
-        if copy is not None:
-            await subprocess(["docker", "rm", "-f", copy], timeout=120)
-        await subprocess(["docker", "rmi", "-f", tag], timeout=120)
+    if await container_of(sbx) is None:
+        raise VerifierCopyError("rsr/rsrt verifies in a copy of the sandbox and needs a Docker-backed sandbox; "
+                                f"this sample uses {type(getattr(sbx, '_sandbox', sbx)).__name__}")
+    isolation = "snapshot" if task.config.verifier.isolation == "live" else task.config.verifier.isolation
+    return await verify(task, sbx, isolation=isolation, final=False)
 
 
 class RSRTHarness(TerminalHarness):

@@ -279,6 +279,9 @@ class TerminalHarness:
             try:
                 await self._run()
             finally:
+                if self._tmux is not None:
+                    with anyio.CancelScope(shield=True):
+                        await self._tmux.close()
                 state.messages = list(self.messages)
                 if self.last_output is not None:
                     state.output = self.last_output

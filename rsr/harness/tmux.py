@@ -14,6 +14,7 @@ from typing import Literal
 from inspect_ai.util import SandboxEnvironment
 
 from rsr.errors import RsrError
+from rsr.harness.channel import ShellChannel
 
 # tmux's client->server message is capped (~16 KiB); a UTF-8 char can take 4 bytes.
 SEND_CHUNK_CHARS = 3000
@@ -80,17 +81,21 @@ class TmuxSession:
         # Absolute pane line (history + cursor row) and its text at the last read.
         self._mark: tuple[int, str] | None = None
         self._shell_pid: str | None = None
+        # tmux is driven through one persistent shell: a turn costs one round trip, not an exec.
+        self._channel = ShellChannel(sbx, user)
 
     async def _tmux(self, *args: str, input: str | None = None, timeout: int = 30) -> str:
-        result = await self.sbx.exec(["tmux", *args], input=input, user=self.user,
-                                     timeout=timeout)
+        if input is not None:
+            result = await self.sbx.exec(["tmux", *args], input=input, user=self.user, timeout=timeout)
+        else:
+            result = await self._channel.run(shlex.join(["tmux", *args]), timeout=timeout)
         if not result.success:
             raise TmuxError(f"tmux {args[0]} failed (exit {result.returncode}): "
                             f"{result.stderr.strip()}")
         return result.stdout
 
     async def _sh(self, script: str, timeout: int = 30) -> str:
-        result = await self.sbx.exec(["sh", "-c", script], user=self.user, timeout=timeout)
+        result = await self._channel.run(script, timeout=timeout)
         if not result.success:
             raise TmuxError(f"tmux script failed (exit {result.returncode}): "
                             f"{result.stderr.strip()}")
@@ -119,8 +124,12 @@ class TmuxSession:
         self._previous_buffer = None
 
     async def alive(self) -> bool:
-        result = await self.sbx.exec(["tmux", "has-session", "-t", self.name], user=self.user)
+        result = await self._channel.run(shlex.join(["tmux", "has-session", "-t", self.name]))
         return result.success
+
+    async def close(self) -> None:
+        """Stop the persistent shell (the tmux session itself stays)."""
+        await self._channel.close()
 
     def _send_script(self, keystrokes: str) -> str:
         """Shell lines that type `keystrokes`: one tmux key name, or literal text in chunks."""
@@ -220,20 +229,23 @@ class TmuxSession:
 
         Falls back to the visible screen when the history no longer lines up with the last
         read (the screen was cleared, history overflowed, a full-screen program ran).
-        One exec: position, cursor line, screen and the since-mark capture come back together.
+        One request: position, cursor line, screen and the since-mark capture come back together.
         """
         mark_line = self._mark[0] if self._mark is not None else -1
         sep = "@@rsr-section@@"
         t = self.name
+        # Two tmux client calls: the position, then every capture chained with `\;` (each
+        # client start costs a few milliseconds; the separators come from display-message).
+        cursor_and_screen = (f'tmux capture-pane -p -J -t {t} -S "$2" -E "$2" \\; display-message -p -t {t} {sep} '
+                             f"\\; capture-pane -p -J -t {t} \\; display-message -p -t {t} {sep}")
         script = (
             f"set -- $(tmux display-message -p -t {t} "
             f"'#{{history_size}} #{{cursor_y}} #{{alternate_on}}') || exit 1; "
             f'echo "$1 $2 $3"; echo {sep}; '
-            f'tmux capture-pane -p -J -t {t} -S "$2" -E "$2"; echo {sep}; '
-            f"tmux capture-pane -p -J -t {t}; echo {sep}; "
             f'if [ {mark_line} -ge 0 ] && [ "$3" != 1 ]; then '
-            f"s=$(({mark_line} - $1)); n=$(($2 + 1 - s)); "
-            f"tmux capture-pane -p -J -t {t} -S $s -E -; fi"
+            f"s=$(({mark_line} - $1)); "
+            f"{cursor_and_screen} \\; capture-pane -p -J -t {t} -S $s -E -; "
+            f"else {cursor_and_screen}; fi"
         )
         info, cursor_line, screen, since = (await self._sh(script)).split(sep + "\n")
         history, cursor, _alternate = info.split()

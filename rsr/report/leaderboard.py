@@ -10,7 +10,10 @@ accepts a log only if
 - nothing overrode a timeout or resource: no `time_limit`/`working_limit`, no `--sandbox`
   override, and each sample's agent/verifier timeout, cpus and memory equal the task's; the
   agent is not one that runs the hidden tests during the attempt (rsr/rsrt) nor, unless the
-  board is a test board (`reference_agents`), the reference solution (rsr/oracle);
+  board is a test board (`reference_agents`), the reference solution (rsr/oracle); the agent
+  is one of rsr's registered harnesses or one the board names in `harnesses`;
+- it was verified in the integrity mode the board requires (`integrity: strict`: every
+  sample's score records a strict integrity audit);
 - every score is consistent with the evidence the verifier left: each sample's value is
   re-derived from the reward metrics in the score's metadata, those metrics must be what the
   transcript shows the verifier reading from the reward file in the sandbox, the value must
@@ -32,12 +35,13 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rsr.errors import RsrError, TaskFormatError
+from rsr.report.integrity import IntegritySummary, summarize
 from rsr.report.logs import (
     LIGHT_FIELDS,
     SCORER,
@@ -69,6 +73,14 @@ TB2_MIN_EPOCHS = 5
 TB2_SUITES = {"tb2", "tb2_1"}
 # Task arguments that only choose which tasks run (the digest check covers them).
 SELECTION_ARGS = {"path", "tasks", "exclude"}
+# Where and how the samples ran, not what counts as a pass (the verdict's integrity metadata and
+# the task metadata record them); `unpinned` is checked on its own.
+RUN_ARGS = {"network", "sandbox", "images", "unpinned"}
+# `-T integrity=...` chooses how hard the verifier audits, never what is measured.
+INTEGRITY_ARG = "integrity"
+INTEGRITY_MODES = ("auto", "strict", "warn")
+# The agents rsr registers (rsr._registry); anything else is a board's explicit choice.
+RSR_HARNESSES = {"rsr/terminus2", "rsr/statem", "rsr/rsrt", "rsr/oracle", "rsr/null"}
 TOL = 1e-9
 # Agent arguments that would change a task's time or resources (e.g. terminus2's
 # agent_timeout_sec); TB2 rules forbid these as override_timeout_sec/override_cpus do.
@@ -101,6 +113,12 @@ class BoardConfig(BaseModel):
     reference_agents: bool = Field(
         default=False, description="accept runs of rsr/oracle (it types in the reference "
         "solution) and of scripted mockllm/ models: only for boards that test the pipeline")
+    harnesses: list[str] = Field(
+        default_factory=list, description="agents accepted besides rsr's registered harnesses "
+        "(Inspect registry names as logs record them, e.g. `myorg/myagent`)")
+    integrity: Literal["strict", "any"] = Field(
+        default="any", description="`strict`: accept only logs whose every sample was verified "
+        "under strict integrity (`-T integrity=strict`)")
     suites: dict[str, SuitePin]
 
     def min_epochs(self, benchmark: str) -> int:
@@ -233,6 +251,7 @@ class ValidatedRun(BaseModel):
     run: RunLog
     suite_digest: str
     log: LogRef
+    integrity: IntegritySummary = Field(default_factory=IntegritySummary)
 
 
 def _check_sample_scores(sample: Any, events: list[Any], summary: Any | None,
@@ -298,22 +317,62 @@ def _reward_read(event: Any) -> tuple[str, str] | None:
     return None
 
 
-def _check_reward_read(events: list[Any], score: Any, where: str, problems: list[str]) -> None:
-    """The reward metrics in the score metadata must be what the transcript shows the
-    verifier reading from the reward file inside the sandbox."""
+# A verifier that reads the reward files from the host (not through an exec in the sandbox)
+# records what it read as `transcript().info({REWARD_FILES_KEY: {"reward.txt": text|None,
+# "reward.json": text|None}}, source=VERIFIER_SOURCE)`.
+VERIFIER_SOURCE = "rsr/verifier"
+REWARD_FILES_KEY = "reward_files"
+
+
+def _reward_files_recorded(event: Any) -> tuple[bytes | None, bytes | None] | None:
+    if event.event != "info" or event.source != VERIFIER_SOURCE or not isinstance(event.data, dict):
+        return None
+    files = event.data.get(REWARD_FILES_KEY)
+    if not isinstance(files, dict):
+        return None
+
+    def raw(name: str) -> bytes | None:
+        value = files.get(name)
+        return value.encode() if isinstance(value, str) else None
+
+    return raw("reward.txt"), raw("reward.json")
+
+
+def _metrics_seen(events: list[Any]) -> dict[str, float] | str | None:
+    """The metrics of the reward file the transcript shows the verifier reading (a str: why the
+    file cannot be read; None: no read at all)."""
+    from rsr.verify.reward import RewardError, read_reward
     from rsr.verify.verifier import parse_reward
 
-    if (score.metadata or {}).get("error"):
-        return
+    recorded = [r for r in map(_reward_files_recorded, events) if r is not None]
+    if recorded:
+        txt, js = recorded[-1]
+        try:
+            return read_reward(txt, js, milestones=[], strict=False).metrics
+        except RewardError as e:
+            return str(e)
     reads = [r for r in map(_reward_read, events) if r is not None]
     if not reads:
-        problems.append(f"{where}: transcript shows no read of the reward file")
-        return
+        return None
     kind, text = reads[-1]
     try:
-        _, _, seen = parse_reward(text, kind, [])
+        return parse_reward(text, kind, [])[2]
     except ValueError as e:
-        problems.append(f"{where}: reward file as read in the transcript: {e}")
+        return str(e)
+
+
+def _check_reward_read(events: list[Any], score: Any, where: str, problems: list[str]) -> None:
+    """The reward metrics in the score metadata must be what the transcript shows the
+    verifier reading from the reward file (an exec in the sandbox, or the verifier's record of
+    the files it read from the host)."""
+    if (score.metadata or {}).get("error"):
+        return
+    seen = _metrics_seen(events)
+    if seen is None:
+        problems.append(f"{where}: transcript shows no read of the reward file")
+        return
+    if isinstance(seen, str):
+        problems.append(f"{where}: reward file as read in the transcript: {seen}")
         return
     recorded = (score.metadata or {}).get("metrics") or {}
     if not _close(seen, {str(k): v for k, v in recorded.items()}):
@@ -413,8 +472,23 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
     if (spec.solver or "").rsplit("/", 1)[-1] in FEEDBACK_HARNESSES:
         problems.append(f"agent {spec.solver!r} runs the hidden tests during the attempt and "
                         "replaces the tasks' agent timeouts with its budget; not a board run")
+    solver = spec.solver
+    if solver is None:
+        problems.append("the log records no agent (the task's default solver ran); run with an "
+                        "explicit --solver/--agent so the entry's harness is known")
+    elif solver not in RSR_HARNESSES and solver not in board.config.harnesses:
+        problems.append(f"agent {solver!r} is not a registered rsr harness "
+                        f"({', '.join(sorted(RSR_HARNESSES))}); a board accepts other agents "
+                        f"only when it names them in `harnesses:` ({board.path})")
+    mode_arg = (spec.task_args or {}).get(INTEGRITY_ARG)
+    if mode_arg is not None and mode_arg not in INTEGRITY_MODES:
+        problems.append(f"task argument integrity={mode_arg!r} is not one of {INTEGRITY_MODES}")
+    if str((spec.task_args or {}).get("unpinned", False)).lower() in ("true", "1", "yes"):
+        problems.append("the run used -T unpinned=true (a local copy that differs from the suite's pin)")
+    if (spec.metadata or {}).get("unpinned"):
+        problems.append("the suite copy the run used is unpinned (its digest differs from the pin)")
     extra_args = sorted(k for k, v in (spec.task_args or {}).items()
-                        if k not in SELECTION_ARGS and v is not None)
+                        if k not in SELECTION_ARGS | RUN_ARGS and k != INTEGRITY_ARG and v is not None)
     if extra_args:
         problems.append(f"task arguments {extra_args} are not allowed on the board")
 
@@ -441,6 +515,7 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
         task = tasks.get(name)
         if task is not None:
             _check_overrides(sid, epoch, meta, task, problems)
+            _check_isolation(sid, epoch, score, task, problems)
         events = read_eval_log_sample(str(path), id=s.id, epoch=epoch,
                                       exclude_fields=LIGHT_FIELDS - {"events"}).events
         _check_sample_scores(s, events, summaries.get((sid, epoch)), problems)
@@ -465,6 +540,13 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
     if absent:
         problems.append(f"{len(absent)} sample(s) missing from the log: "
                         f"{', '.join(absent[:10])}{' ...' if len(absent) > 10 else ''}")
+    # Errored samples were never verified: they have no verdict (and count as failures anyway).
+    scores = [(s.scores or {}).get(SCORER) for s in samples.values()]
+    integrity = summarize(score.metadata for score in scores if score is not None)
+    if board.config.integrity == "strict" and (not integrity.strict or integrity.unknown):
+        problems.append(f"the board requires strict integrity, but the samples were verified in "
+                        f"mode {integrity.mode!r} ({integrity.unknown} without an audited "
+                        "verdict); rerun with -T integrity=strict in the rsr-docker sandbox")
     if log.results is None:
         problems.append("header has no results")
     else:
@@ -475,7 +557,8 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
     ref = LogRef(file=path.name, sha256=file_sha256(path), eval_id=spec.eval_id,
                  run_id=spec.run_id, created=str(spec.created), task=spec.task,
                  model=spec.model, solver=spec.solver)
-    return ValidatedRun(run=run_from_log(log, path), suite_digest=disk_digest, log=ref)
+    return ValidatedRun(run=run_from_log(log, path), suite_digest=disk_digest, log=ref,
+                        integrity=integrity)
 
 
 def _check_overrides(sid: str, epoch: int, meta: dict[str, Any], task: Any,
@@ -493,6 +576,16 @@ def _check_overrides(sid: str, epoch: int, meta: dict[str, Any], task: Any,
                             f"task's {want}")
 
 
+def _check_isolation(sid: str, epoch: int, score: Any, task: Any, problems: list[str]) -> None:
+    """A sample is verified in the isolation its task declares, never a weaker one: the
+    strongest a task allows is the one it declares (live only for process deliverables)."""
+    record = ((score.metadata or {}) if score is not None else {}).get("integrity")
+    declared = task.config.verifier.isolation
+    if isinstance(record, dict) and record.get("isolation") not in (None, declared):
+        problems.append(f"sample {sid} epoch {epoch}: verified in isolation "
+                        f"{record.get('isolation')!r}, but the task declares {declared!r}")
+
+
 class SuiteResult(BaseModel):
     """One suite of an entry: our metrics, computed from the validated samples."""
 
@@ -503,6 +596,8 @@ class SuiteResult(BaseModel):
     metrics: SuiteMetrics
     ci95: float = Field(description="1.96 x stderr of the mean pass rate")
     log: LogRef
+    integrity: IntegritySummary = Field(
+        default_factory=IntegritySummary, description="the verifier's integrity verdicts per sample")
 
 
 class LeaderboardEntry(BaseModel):
@@ -523,10 +618,20 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "entry"
 
 
+def harness_name(harness: str) -> str:
+    """`terminus2` and `rsr/terminus2` both name rsr's harness; other names are used as given."""
+    return harness if "/" in harness else f"rsr/{harness}"
+
+
 def build_entry(validated: list[ValidatedRun], *, model_name: str, harness: str,
                 k: int = 3) -> LeaderboardEntry:
     if not validated:
         raise RsrError("no logs given")
+    declared = harness_name(harness)
+    for v in validated:
+        if v.log.solver != declared:
+            raise RsrError(f"{v.log.file}: the log's agent is {v.log.solver!r}, not the declared "
+                           f"harness {declared!r} (--harness {harness})")
     suites: dict[str, SuiteResult] = {}
     models = {v.run.model for v in validated}
     if len(models) > 1:
@@ -539,7 +644,8 @@ def build_entry(validated: list[ValidatedRun], *, model_name: str, harness: str,
         m = v.run.metrics(k=k)
         suites[v.run.benchmark] = SuiteResult(benchmark=v.run.benchmark,
                                               suite_digest=v.suite_digest, metrics=m,
-                                              ci95=1.96 * m.stderr, log=v.log)
+                                              ci95=1.96 * m.stderr, log=v.log,
+                                              integrity=v.integrity)
     import inspect_ai
 
     from rsr import __version__ as rsr_version

@@ -2,18 +2,20 @@
 # Brings up a Docker engine (>= 24) with Compose v2 on a Debian 12 machine that has no
 # container registry, and a locally bootstrapped debian:bookworm-slim base image.
 # Idempotent: every step is skipped when its result is already there. Uses a registry
-# (docker pull) when one is reachable instead of debootstrap.
+# (docker pull) when one is reachable instead of debootstrap. Prints one line per step; apt,
+# debootstrap and docker import output goes to the set-up log (see setup-progress.sh).
 set -euo pipefail
+# shellcheck source=setup-progress.sh
+source "$(dirname "${BASH_SOURCE[0]}")/setup-progress.sh"
 
 RSR_DOCKER_HOME="${RSR_DOCKER_HOME:-/var/lib/rsr-docker}"
 TRIXIE_DOCKER="26.1.5+dfsg1-9+deb13u1+b1"
 TRIXIE_COMPOSE="2.26.1-4"
 MIRROR="${RSR_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-log() { printf '[setup-docker] %s\n' "$*" >&2; }
 
 need_root() {
   if [ "$(id -u)" != 0 ]; then
-    log "must run as root (installs packages and starts dockerd)"; exit 2
+    progress_note "must run as root (installs packages and starts dockerd)"; exit 2
   fi
 }
 
@@ -23,17 +25,21 @@ engine_version() { docker version --format '{{.Server.Version}}' 2>/dev/null || 
 
 compose_version() { docker compose version --short 2>/dev/null | sed 's/^v//' || true; }
 
-install_host_packages() {
-  local missing=()
+missing_host_packages() {
+  local bin
   for bin in containerd runc debootstrap iptables; do
-    command -v "$bin" >/dev/null 2>&1 || missing+=("$bin")
+    command -v "$bin" >/dev/null 2>&1 || printf '%s ' "$bin"
   done
-  if [ "${#missing[@]}" -gt 0 ]; then
-    log "installing containerd, runc, debootstrap (missing: ${missing[*]})"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      containerd runc debootstrap iptables ca-certificates >/dev/null
-  fi
+}
+
+install_host_packages() {
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    containerd runc debootstrap iptables ca-certificates
+}
+
+trixie_engine_installed() {
+  [ -x "$RSR_DOCKER_HOME/bin/dockerd" ] && [ -x /usr/local/lib/docker/cli-plugins/docker-compose ]
 }
 
 install_trixie_engine() {
@@ -41,8 +47,6 @@ install_trixie_engine() {
   # dockerd and compose binaries run on bookworm's libc, containerd and runc.
   local dockerd_bin="$RSR_DOCKER_HOME/bin/dockerd"
   local compose_bin=/usr/local/lib/docker/cli-plugins/docker-compose
-  if [ -x "$dockerd_bin" ] && [ -x "$compose_bin" ]; then return; fi
-  log "fetching dockerd $TRIXIE_DOCKER and compose $TRIXIE_COMPOSE from Debian trixie"
   local work="$RSR_DOCKER_HOME/apt"
   mkdir -p "$work/lists/partial" "$work/parts" "$work/debs" "$work/root" "$RSR_DOCKER_HOME/bin"
   cat >"$work/parts/trixie.sources" <<SRC
@@ -55,9 +59,11 @@ SRC
   local opts=(-o "Dir::State::Lists=$work/lists" -o Dir::Etc::SourceList=/dev/null
               -o "Dir::Etc::SourceParts=$work/parts" -o "Dir::Cache=$work/cache")
   mkdir -p "$work/cache/archives/partial"
-  apt-get "${opts[@]}" update -qq
-  (cd "$work/debs" && apt-get "${opts[@]}" download \
-     "docker.io=$TRIXIE_DOCKER" "docker-compose=$TRIXIE_COMPOSE" >/dev/null)
+  # trixie's docker.io holds the daemon only; the client is docker-cli, fetched when none is here.
+  local debs=("docker.io=$TRIXIE_DOCKER" "docker-compose=$TRIXIE_COMPOSE")
+  command -v docker >/dev/null 2>&1 || debs+=("docker-cli=$TRIXIE_DOCKER")
+  apt-get "${opts[@]}" update
+  (cd "$work/debs" && apt-get "${opts[@]}" download "${debs[@]}")
   for deb in "$work"/debs/*.deb; do dpkg -x "$deb" "$work/root"; done
   install -m 0755 "$work/root/usr/sbin/dockerd" "$dockerd_bin"
   install -m 0755 "$work/root/usr/sbin/docker-proxy" "$RSR_DOCKER_HOME/bin/docker-proxy" 2>/dev/null \
@@ -69,12 +75,7 @@ SRC
   fi
 }
 
-start_engine() {
-  local v; v="$(engine_version)"
-  if [ -n "$v" ] && version_ge "$v" 24.0.6; then log "docker engine $v is running"; return; fi
-  if [ -n "$v" ]; then log "docker engine $v is older than 24.0.6; starting our own"; fi
-  install_host_packages
-  install_trixie_engine
+launch_engine() {
   pgrep -x containerd >/dev/null || (setsid containerd >"$RSR_DOCKER_HOME/containerd.log" 2>&1 &)
   # No bridge network: traffic to private ranges is not allowed here, so sandboxes run with
   # network_mode none and builds that need the mirror use the host network.
@@ -83,37 +84,60 @@ start_engine() {
     --containerd=/run/containerd/containerd.sock \
     >"$RSR_DOCKER_HOME/dockerd.log" 2>&1 < /dev/null &
   for _ in $(seq 1 60); do
-    if docker info >/dev/null 2>&1; then log "docker engine $(engine_version) started"; return; fi
+    if docker info >/dev/null 2>&1; then return; fi
     sleep 1
   done
-  log "dockerd did not answer within 60 s; see $RSR_DOCKER_HOME/dockerd.log"; tail -20 "$RSR_DOCKER_HOME/dockerd.log" >&2; exit 1
+  echo "dockerd did not answer within 60 s; its log, $RSR_DOCKER_HOME/dockerd.log, ends:"
+  tail -20 "$RSR_DOCKER_HOME/dockerd.log"
+  exit 1
+}
+
+start_engine() {
+  local v missing; v="$(engine_version)"
+  if [ -n "$v" ] && version_ge "$v" 24.0.6; then progress_note "docker engine $v is running"; return; fi
+  if [ -n "$v" ]; then progress_note "docker engine $v is older than 24.0.6; starting our own"; fi
+  missing="$(missing_host_packages)"
+  if [ -n "$missing" ]; then
+    progress_step "installing containerd, runc, debootstrap, iptables (apt; missing: ${missing% })" \
+      install_host_packages
+  fi
+  if ! trixie_engine_installed; then
+    progress_step "fetching dockerd $TRIXIE_DOCKER and compose $TRIXIE_COMPOSE (Debian trixie)" \
+      install_trixie_engine
+  fi
+  progress_step "starting the docker engine" launch_engine
+  progress_note "docker engine $(engine_version) started"
+}
+
+BASE_IMAGE=debian:bookworm-slim
+
+bootstrap_base_image() {
+  local root="$RSR_DOCKER_HOME/bookworm-root"
+  rm -rf "$root"
+  debootstrap --variant=minbase bookworm "$root" "$MIRROR"
+  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+  tar -C "$root" -c . | docker import - "$BASE_IMAGE"
+  rm -rf "$root"
 }
 
 ensure_base_image() {
-  local image=debian:bookworm-slim
-  if docker image inspect "$image" >/dev/null 2>&1; then log "$image present"; return; fi
-  if timeout 60 docker pull -q "$image" >/dev/null 2>&1; then log "pulled $image"; return; fi
-  log "no registry: bootstrapping $image with debootstrap"
-  local root="$RSR_DOCKER_HOME/bookworm-root"
-  rm -rf "$root"
-  debootstrap --variant=minbase bookworm "$root" "$MIRROR" >"$RSR_DOCKER_HOME/debootstrap.log" 2>&1 \
-    || { tail -20 "$RSR_DOCKER_HOME/debootstrap.log" >&2; exit 1; }
-  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
-  tar -C "$root" -c . | docker import - "$image" >/dev/null
-  rm -rf "$root"
-  log "imported $image"
+  if docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then progress_note "$BASE_IMAGE present"; return; fi
+  if timeout 60 docker pull -q "$BASE_IMAGE" >>"$RSR_SETUP_LOG" 2>&1; then progress_note "pulled $BASE_IMAGE"; return; fi
+  progress_step "no registry: bootstrapping $BASE_IMAGE with debootstrap" bootstrap_base_image
 }
 
 main() {
+  progress_begin setup-docker "${RSR_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/rsr}/setup.log"
   need_root
   start_engine
   local cv; cv="$(compose_version)"
-  if [ -z "$cv" ] || ! version_ge "$cv" 2.21; then
-    install_trixie_engine
+  if { [ -z "$cv" ] || ! version_ge "$cv" 2.21; } && ! trixie_engine_installed; then
+    progress_step "fetching compose $TRIXIE_COMPOSE (Debian trixie)" install_trixie_engine
     cv="$(compose_version)"
   fi
-  log "docker compose $cv"
+  progress_note "docker compose $cv"
   ensure_base_image
+  progress_end "docker ready"
 }
 
 main "$@"

@@ -2,22 +2,73 @@
 
 from __future__ import annotations
 
+import math
+import shlex
 from pathlib import Path
+from typing import Any
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import Solver
-from inspect_ai.util import SandboxEnvironmentSpec
 
-from rsr.errors import DatasetLoadError, TaskFormatError
-from rsr.sandbox.compose import write_compose_file
-from rsr.suites.registry import resolve_suite_path
-from rsr.tasks.load import LoadedTask, load_dataset
+from rsr.errors import DatasetLoadError, RsrError, TaskFormatError
+from rsr.sandbox.compose import sandbox_network
+from rsr.sandbox.images import ImageMap, find_image_map
+from rsr.suites.registry import PinCheck, check_pin, resolve_suite_path
+from rsr.suites.sandbox_choice import check_kind, sandbox_spec
+from rsr.tasks.load import LoadedTask, load_dataset, verifier_mode
 from rsr.verify.scorer import verifier
 
+# Harbor creates these, world-writable, before the agent starts (installed agents log to
+# /logs/agent); `/bin/sh` because not every task image has bash.
+LOG_DIRS_SETUP = ("#!/bin/sh\nmkdir -p /logs/agent /logs/verifier /logs/artifacts 2>/dev/null && "
+                  "chmod 777 /logs/agent /logs/verifier /logs/artifacts 2>/dev/null || true\n")
 
-def task_sample(task: LoadedTask, suite: str) -> Sample:
+# Harbor's readiness check: run the command until it passes; failures inside the start period do
+# not count, `retries` consecutive failures after it fail the sample before the agent starts.
+HEALTHCHECK_SETUP = """
+rsr_hc_cmd={command}
+rsr_hc_run() {{
+  if command -v bash >/dev/null 2>&1; then set -- bash -c "$rsr_hc_cmd"; else set -- sh -c "$rsr_hc_cmd"; fi
+  if command -v timeout >/dev/null 2>&1; then timeout {timeout} "$@"; else "$@"; fi
+}}
+rsr_hc_start=$(date +%s); rsr_hc_fails=0
+until rsr_hc_run >/dev/null 2>&1; do
+  if [ $(( $(date +%s) - rsr_hc_start )) -lt {start_period} ]; then sleep {start_interval}; continue; fi
+  rsr_hc_fails=$((rsr_hc_fails + 1))
+  if [ "$rsr_hc_fails" -ge {retries} ]; then
+    echo "healthcheck failed after {retries} consecutive retries: $rsr_hc_cmd" >&2; exit 1
+  fi
+  sleep {interval}
+done
+"""
+
+
+def sample_setup(task: LoadedTask) -> str:
+    """What runs in the sandbox before the agent: Harbor's log dirs, then its healthcheck."""
+    hc = task.config.environment.healthcheck
+    if hc is None:
+        return LOG_DIRS_SETUP
+    return LOG_DIRS_SETUP + HEALTHCHECK_SETUP.format(
+        command=shlex.quote(hc.command), timeout=max(1, math.ceil(hc.timeout_sec)),
+        start_period=math.ceil(hc.start_period_sec), start_interval=f"{hc.start_interval_sec:g}",
+        interval=f"{hc.interval_sec:g}", retries=hc.retries)
+
+NETWORK_POLICIES = ("task", "none")
+"""`-T network=`: follow each task's own setting (Harbor's behaviour), or give no sample a network."""
+
+
+def effective_internet(task: LoadedTask, network: str = "task") -> bool:
+    """Whether a sample may reach the internet under the run's network policy."""
+    if network not in NETWORK_POLICIES:
+        raise RsrError(f"-T network={network!r}: expected one of {', '.join(NETWORK_POLICIES)}")
+    return network == "task" and task.config.environment.allow_internet
+
+
+def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: ImageMap | str | None = None,
+                integrity: str = "auto", network: str = "task", bridge: bool | None = None) -> Sample:
     cfg = task.config
+    internet = effective_internet(task, network)
     return Sample(
         id=task.name,
         input=task.instruction,
@@ -31,16 +82,34 @@ def task_sample(task: LoadedTask, suite: str) -> Sample:
             "task_digest": task.digest,
             "agent_timeout_sec": cfg.agent.timeout_sec,
             "verifier_timeout_sec": cfg.verifier.timeout_sec,
-            "allow_internet": cfg.environment.allow_internet,
+            # What the sandbox must enforce: the task's setting under the run's policy.
+            "allow_internet": internet,
+            "task_allow_internet": cfg.environment.allow_internet,
+            "network_policy": network,
+            # What a compose sandbox actually gets on this engine (no bridge -> none).
+            "sandbox_network": sandbox_network(internet, bridge) if internet else "none",
+            "verifier_mode": verifier_mode(cfg),
+            "steps": [name for name, _ in task.step_instructions],
+            "parser_name": task.parser_name,
+            "run_tests_in_same_shell": task.tb1.run_tests_in_same_shell if task.tb1 else None,
+            "gpus": cfg.environment.gpus,
             "workdir": cfg.environment.workdir,
             "category": cfg.category,
             "difficulty": cfg.difficulty,
             "milestones": cfg.milestones,
             "cpus": cfg.environment.cpus,
             "memory_mb": cfg.environment.memory_mb,
+            "integrity_policy": integrity,
         },
-        sandbox=SandboxEnvironmentSpec("docker", write_compose_file(task)),
+        sandbox=sandbox_spec(task, sandbox, images, allow_internet=internet, bridge=bridge),
+        setup=sample_setup(task),
+        # Relative keys land in the sandbox's working directory, where Harbor uploads them.
+        files={_in_workdir(task, rel): str(path) for rel, path in task.prebuilt_environment_files().items()} or None,
     )
+
+
+def _in_workdir(task: LoadedTask, rel: str) -> str:
+    return f"{task.workdir.rstrip('/')}/{rel}" if task.workdir else rel
 
 
 def _default_solver() -> Solver:
@@ -56,35 +125,71 @@ def _default_solver() -> Solver:
     return as_solver(terminus2())
 
 
+INTEGRITY_MODES = ("auto", "strict", "warn")
+
+
 def suite_task(suite: str, path: str | None, tasks: str | list[str] | None,
-               exclude: str | list[str] | None, solver: Solver | None = None) -> Task:
-    return tasks_task(suite, resolve_suite_path(suite, path), tasks, exclude, solver)
+               exclude: str | list[str] | None, solver: Solver | None = None, *,
+               network: str = "task", unpinned: bool = False, sandbox: str = "docker", images: str | None = None,
+               integrity: str = "auto") -> Task:
+    root = resolve_suite_path(suite, path)
+    pin = check_pin(suite, root, unpinned=_flag(unpinned))
+    return tasks_task(suite, root, tasks, exclude, solver, network=network, pin=pin, sandbox=sandbox,
+                      images=images, integrity=integrity)
+
+
+def _flag(value: Any) -> bool:
+    # `-T unpinned=true` arrives as a bool; from Python callers it may be a string.
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
 
 
 def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
-               exclude: str | list[str] | None, solver: Solver | None = None) -> Task:
+               exclude: str | list[str] | None, solver: Solver | None = None, *,
+               network: str = "task", pin: PinCheck | None = None, sandbox: str = "docker",
+               images: str | None = None, integrity: str = "auto") -> Task:
     """An Inspect task with one sample per task directory below root."""
+    if integrity not in INTEGRITY_MODES:
+        raise RsrError(f"-T integrity={integrity!r}: expected one of {', '.join(INTEGRITY_MODES)}")
+    found = find_image_map(images) if check_kind(sandbox) == "k8s" else None  # once per suite
     root = root.expanduser().resolve()
+    if network not in NETWORK_POLICIES:
+        raise RsrError(f"-T network={network!r}: expected one of {', '.join(NETWORK_POLICIES)}")
     loaded = load_dataset(root, tasks, exclude)
     if loaded.errors:
         raise DatasetLoadError(loaded.errors)
     if not loaded.tasks:
         raise TaskFormatError(root, None, "no tasks found" + (f" matching {tasks!r}" if tasks else ""))
+    metadata: dict[str, Any] = {"suite": suite, "suite_path": str(root), "network_policy": network,
+                                "integrity": integrity, "sandbox": sandbox}
+    if pin is not None:
+        metadata.update(pin_status=pin.status, unpinned=pin.status == "unpinned", suite_digest=pin.digest,
+                        pinned_digest=pin.expected, pinned_commit=pin.commit, pin_reason=pin.reason)
     return Task(
-        dataset=MemoryDataset([task_sample(t, suite) for t in loaded.tasks], name=suite,
-                              location=str(root)),
+        dataset=MemoryDataset([task_sample(t, suite, sandbox, found, integrity, network) for t in loaded.tasks],
+                              name=suite, location=str(root)),
         solver=solver or _default_solver(),
-        scorer=verifier(),
-        metadata={"suite": suite, "suite_path": str(root)},
+        scorer=verifier(integrity),
+        metadata=metadata,
+        # As under Harbor, one broken task (an image that does not build) is that task's error;
+        # the other samples still run and are scored (`inspect eval-retry` reruns the errors).
+        fail_on_error=False,
     )
 
 
 def _suite(name: str):  # noqa: ANN202 - builds a registered @task per suite
-    def factory(path: str | None = None, tasks: str | None = None, exclude: str | None = None) -> Task:
-        return suite_task(name, path, tasks, exclude)
+    def factory(path: str | None = None, tasks: str | None = None, exclude: str | None = None,
+                network: str = "task", unpinned: bool = False, sandbox: str = "docker", images: str | None = None,
+                integrity: str = "auto") -> Task:
+        return suite_task(name, path, tasks, exclude, network=network, unpinned=unpinned, sandbox=sandbox,
+                          images=images, integrity=integrity)
 
     factory.__name__ = name
-    factory.__doc__ = f"The {name} suite (`-T path=` for a local copy, `-T tasks=glob,...`, `-T exclude=glob,...`)."
+    factory.__doc__ = (f"The {name} suite (`-T path=` for a local copy, `-T tasks=glob,...`, `-T exclude=glob,...`, "
+                       "`-T network=none` to give no sample a network, `-T unpinned=true` to run a copy that "
+                       "differs from the pin, `-T sandbox=docker|compose|k8s`, `-T images=MAP` for k8s, "
+                       "`-T integrity=auto|strict|warn`).")
     return task(name=name)(factory)
 
 
@@ -99,6 +204,8 @@ lhtb = _suite("lhtb")
 
 
 @task
-def harbor(path: str, tasks: str | None = None, exclude: str | None = None) -> Task:
+def harbor(path: str, tasks: str | None = None, exclude: str | None = None, network: str = "task",
+           sandbox: str = "docker", images: str | None = None, integrity: str = "auto") -> Task:
     """Any Harbor (or Terminal-Bench 1) dataset directory or single task directory."""
-    return tasks_task("harbor", Path(path), tasks, exclude)
+    return tasks_task("harbor", Path(path), tasks, exclude, network=network, sandbox=sandbox, images=images,
+                      integrity=integrity)

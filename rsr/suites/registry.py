@@ -1,11 +1,20 @@
-"""Registry of task suites: where each comes from and where its local copy lives."""
+"""Registry of task suites: where each comes from, what it is pinned to, where its copy lives.
+
+A public suite is pinned by git commit (the one Harbor's registry lists) and, where a digest is
+known, by the digest of its task set (`rsr.tasks.load.tasks_digest`). `rsr tasks fetch SUITE`
+checks the pinned commit out into the cache and records the digest it found there
+(`PIN_RECORD`); an eval then refuses a copy whose digest differs from the pin (or from that
+record) unless the run says `-T unpinned=true`, which the log then carries.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -22,6 +31,8 @@ class SuiteSpec(BaseModel):
     n_tasks: int | None = None
     git_url: str | None = None
     git_commit: str | None = None
+    digest: str | None = None
+    """`tasks_digest` of the pinned task set, where known."""
     harbor_ref: str | None = None
     subdir: str | None = None
     local: str | None = None
@@ -33,6 +44,8 @@ SUITES: dict[str, SuiteSpec] = {s.name: s for s in (
     SuiteSpec(name="core", title="rsr core (offline, ours)", local="tasks/core"),
     SuiteSpec(name="tb2", title="Terminal-Bench 2.0", n_tasks=89,
               git_url="https://github.com/laude-institute/terminal-bench-2.git",
+              # The commit Harbor's registry lists for every task of terminal-bench@2.0.
+              git_commit="69671fbaac6d67a7ef0dfec016cc38a64ef7a77c",
               harbor_ref="terminal-bench@2.0"),
     SuiteSpec(name="tb2_1", title="Terminal-Bench 2.1", n_tasks=89, harbor_ref="terminal-bench@2.1"),
     SuiteSpec(name="tb3", title="Terminal-Bench 3", n_tasks=74,
@@ -54,8 +67,8 @@ def tasks_home() -> Path:
 
 
 def resolve_suite_path(suite: str, path: str | None = None) -> Path:
-    """The local directory holding a suite's tasks: `path`, the repo copy, the cache, or a
-    fresh git checkout of the pinned commit. Raises a clear error saying how to provide it."""
+    """The local directory holding a suite's tasks: `path`, the repo copy, or the cache (filled
+    by `rsr tasks fetch`). Raises a clear error saying how to provide it."""
     spec = SUITES.get(suite)
     if spec is None:
         raise RsrError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
@@ -69,14 +82,8 @@ def resolve_suite_path(suite: str, path: str | None = None) -> Path:
     cached = tasks_home() / suite
     if cached.exists() and any(cached.iterdir()):
         return cached / spec.subdir if spec.subdir else cached
-    if spec.git_url and spec.git_commit and shutil.which("git"):
-        try:
-            _checkout(spec.git_url, spec.git_commit, cached)
-            return cached / spec.subdir if spec.subdir else cached
-        except subprocess.SubprocessError as e:
-            reason = f"could not fetch {spec.git_url}@{spec.git_commit}: {e}"
-        else:  # pragma: no cover
-            reason = ""
+    if spec.git_url and spec.git_commit:
+        reason = f"no copy in the cache; `rsr tasks fetch {suite}` checks out {spec.git_url}@{spec.git_commit[:12]}"
     else:
         source = spec.git_url or spec.harbor_ref or "no public source"
         reason = f"source {source} is not available offline"
@@ -93,7 +100,110 @@ def _checkout(url: str, commit: str, dest: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    subprocess.run(["git", "init", "-q", str(tmp)], check=True, timeout=60)
-    subprocess.run(["git", "-C", str(tmp), "fetch", "-q", "--depth", "1", url, commit], check=True, timeout=600)
-    subprocess.run(["git", "-C", str(tmp), "checkout", "-q", "FETCH_HEAD"], check=True, timeout=600)
+    git = ["git", "-c", "advice.detachedHead=false"]
+    subprocess.run([*git, "init", "-q", str(tmp)], check=True, timeout=60, capture_output=True)
+    subprocess.run([*git, "-C", str(tmp), "fetch", "-q", "--depth", "1", url, commit], check=True, timeout=600,
+                   capture_output=True)
+    subprocess.run([*git, "-C", str(tmp), "checkout", "-q", "FETCH_HEAD"], check=True, timeout=600,
+                   capture_output=True)
+    head = subprocess.run([*git, "-C", str(tmp), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    if not head.startswith(commit) and head != commit:
+        raise subprocess.SubprocessError(f"fetched {head}, expected {commit}")
+    shutil.rmtree(tmp / ".git")
+    shutil.rmtree(dest, ignore_errors=True)
     tmp.replace(dest)
+
+
+PIN_RECORD = ".rsr-pin.json"
+"""Written into a fetched copy: the commit it came from and the digest found at fetch time."""
+
+
+class PinCheck(BaseModel):
+    """How a local copy of a suite relates to its pin (recorded in the eval's task metadata)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["pinned", "unpinned", "no-pin"]
+    """pinned: matches its pin; unpinned: differs but the run allowed it; no-pin: the suite has
+    no public pin (ours, shipped with the code, or the paper's private sets)."""
+    digest: str
+    expected: str | None = None
+    commit: str | None = None
+    reason: str = ""
+
+
+def suite_digest(root: Path) -> str:
+    """The digest a pin is compared with: every task below root, names and contents."""
+    from rsr.tasks.load import load_dataset, tasks_digest
+
+    return tasks_digest(load_dataset(root).tasks)
+
+
+def check_pin(suite: str, root: Path, *, unpinned: bool = False) -> PinCheck:
+    """Compare a local copy with the suite's pin; raise unless it matches or `unpinned`."""
+    spec = SUITES.get(suite)
+    digest = suite_digest(root)
+    if spec is None or not (spec.digest or spec.git_commit):
+        return PinCheck(status="no-pin", digest=digest)
+    expected, reason = spec.digest, ""
+    record = _read_record(root)
+    if expected is None:
+        if record is None:
+            reason = f"no {PIN_RECORD} (this copy was not made by `rsr tasks fetch {suite}`)"
+        elif record.get("commit") != spec.git_commit:
+            reason = f"fetched from commit {record.get('commit')}, pinned {spec.git_commit}"
+        else:
+            expected = str(record.get("digest"))
+    if expected is not None and digest != expected:
+        reason = f"digest {digest} differs from the pinned {expected}"
+    if not reason:
+        return PinCheck(status="pinned", digest=digest, expected=expected, commit=spec.git_commit)
+    if not unpinned:
+        raise RsrError(f"{spec.title} ({suite}) at {root} does not match its pin: {reason}.\n"
+                       f"Run `rsr tasks fetch {suite}` for the pinned copy, or pass `-T unpinned=true` to "
+                       "evaluate this copy anyway (the log marks the run as unpinned).")
+    return PinCheck(status="unpinned", digest=digest, expected=expected, commit=spec.git_commit, reason=reason)
+
+
+def _read_record(root: Path) -> dict | None:
+    for d in (root, root.parent):
+        path = d / PIN_RECORD
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError):
+                return None
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def fetch_suite(suite: str, *, dest: Path | None = None, git_url: str | None = None) -> tuple[Path, PinCheck]:
+    """Check the suite's pinned commit out into the cache (or `dest`), verify it against a known
+    digest, and record the digest. `git_url` overrides the source (a mirror, or a test repo)."""
+    spec = SUITES.get(suite)
+    if spec is None:
+        raise RsrError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
+    url = git_url or spec.git_url
+    if not url or not spec.git_commit:
+        raise RsrError(f"{spec.title} ({suite}) has no pinned public git source to fetch."
+                       + (f" {spec.note}" if spec.note else "")
+                       + (f" With network access: `harbor datasets download {spec.harbor_ref}`." if spec.harbor_ref
+                          else ""))
+    if not shutil.which("git"):
+        raise RsrError("`rsr tasks fetch` needs git on PATH")
+    target = dest or tasks_home() / suite
+    try:
+        _checkout(url, spec.git_commit, target)
+    except (subprocess.SubprocessError, OSError) as e:
+        detail = getattr(e, "stderr", b"") or b""
+        detail = detail.decode(errors="replace") if isinstance(detail, bytes) else str(detail)
+        raise RsrError(f"could not fetch {url}@{spec.git_commit}: {e} {detail.strip()[-500:]}") from e
+    root = target / spec.subdir if spec.subdir else target
+    digest = suite_digest(root)
+    if spec.digest and digest != spec.digest:
+        shutil.rmtree(target, ignore_errors=True)
+        raise RsrError(f"{url}@{spec.git_commit} has digest {digest}, pinned {spec.digest}; removed the copy")
+    (target / PIN_RECORD).write_text(json.dumps({"suite": suite, "git_url": url, "commit": spec.git_commit,
+                                                 "digest": digest}, indent=2) + "\n")
+    return root, PinCheck(status="pinned", digest=digest, expected=spec.digest or digest, commit=spec.git_commit)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+import re
 import shlex
 import tomllib
 from collections.abc import Iterable, Iterator
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from rsr.errors import DatasetLoadError, TaskFormatError
 from rsr.tasks.models import DatasetConfig, TaskConfig, TaskFormat, TB1SolutionStep, TB1TaskConfig
+from rsr.tasks.parity import harbor_differences
 from rsr.tasks.paths import TaskPaths
 
 # Caches and VCS dirs that real corpora leave in tests/ or environment/.
@@ -39,7 +41,12 @@ class LoadedTask:
     paths: TaskPaths
     config: TaskConfig
     instruction: str
+    """The agent's instruction (for a multi-step task, the first step's)."""
     warnings: tuple[str, ...] = ()
+    tb1: TB1TaskConfig | None = None
+    """The original Terminal-Bench 1 config (parser, same-shell flag) for TB1 tasks."""
+    step_instructions: tuple[tuple[str, str], ...] = ()
+    """(step name, instruction) per `[[steps]]` entry, in order."""
     _digest: list[str] = field(default_factory=list, compare=False, repr=False)
 
     @property
@@ -55,6 +62,15 @@ class LoadedTask:
     @property
     def workdir(self) -> str | None:
         return self.config.environment.workdir
+
+    @property
+    def parser_name(self) -> str | None:
+        """The TB1 parser that scores this task's test output (None: Harbor reward files)."""
+        return self.tb1.parser_name if self.tb1 is not None else None
+
+    def harbor_differences(self) -> list[str]:
+        """What would run differently under rsr than under Harbor 0.26 (empty: nothing)."""
+        return harbor_differences(self)
 
     def test_files(self) -> dict[str, Path]:
         """Container path -> host file for everything the verifier needs."""
@@ -74,6 +90,11 @@ class LoadedTask:
             )
         return f"bash {TESTS_MOUNT}/test.sh"
 
+    def tb1_run_tests_command(self) -> str:
+        """The raw TB1 test run whose combined output a TB1 parser scores (no reward file)."""
+        cd = f"cd {shlex.quote(self.workdir)} && " if self.workdir else ""
+        return f"{cd}TEST_DIR={TESTS_MOUNT} bash {TESTS_MOUNT}/run-tests.sh 2>&1"
+
     def solution_files(self) -> dict[str, bytes]:
         """Container path -> content of the reference solution (only the oracle sees it)."""
         if self.format == "terminal-bench-1":
@@ -85,6 +106,16 @@ class LoadedTask:
 
     def solution_command(self) -> str:
         return f"bash {SOLUTION_MOUNT}/solve.sh"
+
+    def prebuilt_environment_files(self) -> dict[str, Path]:
+        """Files Harbor copies into the working directory of a prebuilt `docker_image` whose
+        environment/ has no Dockerfile or compose file to build it with (relative path -> file)."""
+        env_dir = self.paths.environment_dir
+        if self.format != "harbor" or not self.config.environment.docker_image:
+            return {}
+        if self.paths.dockerfile_path.is_file() or self.paths.compose_path is not None:
+            return {}
+        return dict(iter_files(env_dir))
 
     def build_context(self) -> Path:
         if self.format == "terminal-bench-1":
@@ -158,6 +189,33 @@ def read_yaml(path: Path) -> Any:
         raise TaskFormatError(path, None, f"invalid YAML: {e}") from e
 
 
+_CANARY_LINE = re.compile(r"^(<!--.*canary.*-->|#.*canary.*)$", re.IGNORECASE)
+
+
+def strip_canary(text: str) -> str:
+    """Drop leading data-provenance canary comments (and the blank lines after them): Harbor
+    never shows them to the agent, so neither do we."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines) and _CANARY_LINE.match(lines[i].strip()):
+        i += 1
+    if i == 0:
+        return text
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    return "\n".join(lines[i:])
+
+
+def _read_instruction(path: Path, errors: list[TaskFormatError]) -> str:
+    if not path.is_file():
+        errors.append(TaskFormatError(path, None, f"missing {path.name}"))
+        return ""
+    text = strip_canary(path.read_text(encoding="utf-8", errors="replace")).strip()
+    if not text:
+        errors.append(TaskFormatError(path, None, "instruction is empty"))
+    return text
+
+
 def load_task(task_dir: str | Path) -> LoadedTask:
     """Load and validate one task directory. Raises `TaskFormatError` (or `DatasetLoadError`
     when one file has several bad fields) naming the file and field."""
@@ -181,19 +239,29 @@ def _load_harbor(paths: TaskPaths) -> LoadedTask:
         errors.extend(e.errors)
 
     instruction = ""
-    if not paths.instruction_path.is_file():
-        errors.append(TaskFormatError(paths.instruction_path, None, "missing instruction.md"))
+    steps: tuple[tuple[str, str], ...] = ()
+    if config is not None and config.steps:
+        # A multi-step task has one instruction per step and needs a test script per step
+        # (its own, or the shared tests/test.sh).
+        steps = tuple((st.name, _read_instruction(paths.step_instruction_path(st.name), errors))
+                      for st in config.steps)
+        instruction = steps[0][1]
+        for i, st in enumerate(config.steps):
+            if not (paths.step_tests_dir(st.name) / "test.sh").is_file() and not paths.test_script.is_file() \
+                    and not _bundled_verifier(paths, config, i):
+                errors.append(TaskFormatError(paths.step_tests_dir(st.name) / "test.sh", f"steps[{i}]",
+                                              "no test script for this step (and no shared tests/test.sh)"))
     else:
-        instruction = paths.instruction_path.read_text(encoding="utf-8", errors="replace").strip()
-        if not instruction:
-            errors.append(TaskFormatError(paths.instruction_path, None, "instruction is empty"))
-    if not paths.test_script.is_file():
-        errors.append(TaskFormatError(paths.test_script, None, "missing tests/test.sh (the verifier entrypoint)"))
+        instruction = _read_instruction(paths.instruction_path, errors)
+        if not paths.test_script.is_file() and not (config is not None and _bundled_verifier(paths, config)):
+            errors.append(TaskFormatError(paths.test_script, None, "missing tests/test.sh (the verifier entrypoint)"))
     if config is not None and not config.environment.docker_image:
         if not paths.dockerfile_path.is_file() and paths.compose_path is None:
             errors.append(TaskFormatError(
                 paths.environment_dir, "environment.docker_image",
                 "no environment/Dockerfile, no environment/docker-compose.yaml and no docker_image"))
+    if paths.compose_path is not None:
+        errors.extend(_compose_errors(paths.compose_path))
     if errors:
         if len(errors) == 1:
             raise errors[0]
@@ -201,9 +269,49 @@ def _load_harbor(paths: TaskPaths) -> LoadedTask:
     assert config is not None
     warnings = tuple(f"{paths.config_path}: unknown key '{k}'" for k in config.unknown_keys())
     warnings += tuple(f"{paths.config_path}: {w}" for w in config.version_warnings())
-    if not paths.solve_script.is_file():
-        warnings += (f"{paths.solve_script}: no reference solution (the oracle cannot run)",)
-    return LoadedTask(paths.task_dir.name, "harbor", paths, config, instruction, warnings)
+    solutions = [paths.step_solution_dir(st.name) / "solve.sh" for st in config.steps] or [paths.solve_script]
+    for solve in solutions:
+        if not solve.is_file() and not (config.steps and paths.solve_script.is_file()):
+            warnings += (f"{solve}: no reference solution (the oracle cannot run)",)
+    return LoadedTask(paths.task_dir.name, "harbor", paths, config, instruction, warnings,
+                      step_instructions=steps)
+
+
+def _compose_errors(path: Path) -> list[TaskFormatError]:
+    """A compose file that cannot be a sandbox definition at all (the rest is the adapter's)."""
+    try:
+        doc = read_yaml(path)
+    except TaskFormatError as e:
+        return [e]
+    services = doc.get("services") if isinstance(doc, dict) else None
+    if not isinstance(services, dict) or not services:
+        return [TaskFormatError(path, "services", "expected a mapping of services")]
+    return [TaskFormatError(path, f"services.{name}", "expected a mapping")
+            for name, svc in services.items() if not isinstance(svc, dict)]
+
+
+def verifier_mode(config: TaskConfig, step: int | None = None) -> str:
+    """'shared' or 'separate': a step's own setting wins, else the task's (as in Harbor)."""
+    if step is not None:
+        own = config.steps[step].verifier
+        if own.environment_mode is not None or own.environment is not None:
+            return own.mode
+    return config.verifier.mode
+
+
+def _bundled_verifier(paths: TaskPaths, config: TaskConfig, step: int | None = None) -> bool:
+    """A separate verifier whose image already holds /tests (Harbor then uploads none)."""
+    if verifier_mode(config, step) != "separate":
+        return False
+    candidates = [(config.verifier, paths.tests_dir)]
+    if step is not None:
+        candidates.insert(0, (config.steps[step].verifier, paths.step_tests_dir(config.steps[step].name)))
+    for verifier, tests_dir in candidates:
+        if verifier.environment is not None and verifier.environment.docker_image:
+            return True
+        if (tests_dir / "Dockerfile").is_file() or (tests_dir / "docker-compose.yaml").is_file():
+            return True
+    return False
 
 
 def _load_tb1(paths: TaskPaths) -> LoadedTask:
@@ -213,12 +321,15 @@ def _load_tb1(paths: TaskPaths) -> LoadedTask:
     tb1: TB1TaskConfig = _parse_model(paths.tb1_config_path, TB1TaskConfig, data)
     errors: list[TaskFormatError] = []
     instruction = tb1.resolved_instruction()
+    instruction = strip_canary(instruction).strip() if instruction else instruction
     if not instruction:
         errors.append(TaskFormatError(paths.tb1_config_path, "instruction", "missing or empty"))
     if not paths.tb1_run_tests.is_file():
         errors.append(TaskFormatError(paths.tb1_run_tests, None, "missing run-tests.sh"))
     if not paths.tb1_dockerfile.is_file() and paths.tb1_compose is None:
         errors.append(TaskFormatError(paths.task_dir / "Dockerfile", None, "missing Dockerfile or docker-compose.yaml"))
+    if paths.tb1_compose is not None:
+        errors.extend(_compose_errors(paths.tb1_compose))
     if errors:
         if len(errors) == 1:
             raise errors[0]
@@ -230,7 +341,7 @@ def _load_tb1(paths: TaskPaths) -> LoadedTask:
         warnings += (f"{paths.task_dir}: no solution.sh or solution.yaml (the oracle cannot run)",)
     elif sol_yaml.is_file() and not (paths.task_dir / "solution.sh").is_file():
         _tb1_solution_steps(sol_yaml)  # validate now, not when the oracle runs
-    return LoadedTask(paths.task_dir.name, "terminal-bench-1", paths, config, instruction or "", warnings)
+    return LoadedTask(paths.task_dir.name, "terminal-bench-1", paths, config, instruction or "", warnings, tb1=tb1)
 
 
 def _tb1_solution_steps(path: Path) -> list[TB1SolutionStep]:

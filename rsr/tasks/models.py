@@ -13,9 +13,9 @@ import os
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-SUPPORTED_SCHEMA_VERSIONS = ("1.0", "1.1", "1.2")
+SUPPORTED_SCHEMA_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4")
 
 
 def _int_like(value: Any) -> Any:
@@ -34,9 +34,10 @@ def _size_to_mb(value: Any) -> Any:
     """Parse legacy sizes such as "2G", "512M", "1.5g" into megabytes."""
     if value is None or isinstance(value, int | float):
         return value
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)[iI]?[bB]?\s*", str(value))
+    m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*([kKmMgGtT]?)[iI]?[bB]?\s*", str(value))
     if not m:
-        raise ValueError(f"cannot parse size {value!r} (expected e.g. '2G', '512M')")
+        # Left as is, so the `*_mb` field reports it with its own name.
+        return value
     number, unit = float(m.group(1)), m.group(2).lower()
     factor = {"": 1 / (1024 * 1024), "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}[unit]
     if unit == "":
@@ -79,25 +80,123 @@ def _authors(value: Any) -> Any:
 
 class TaskSection(ForeignModel):
     name: str | None = None
+    version: str | None = None
     description: str | None = None
     authors: Annotated[list[Author], BeforeValidator(_authors)] = Field(default_factory=list)
     keywords: list[str] = Field(default_factory=list)
 
-
-class VerifierSection(ForeignModel):
-    timeout_sec: float = 600.0
-    env: dict[str, str] = Field(default_factory=dict)
-    user: str | None = None
-
-    @field_validator("env", mode="before")
+    @field_validator("name")
     @classmethod
-    def _stringify_env(cls, v: Any) -> Any:
-        return _stringify(v)
+    def _org_slash_name(cls, v: str | None) -> str | None:
+        # Harbor refuses a task whose name is not "org/name".
+        if v is not None and (not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*", v)
+                              or ".." in v):
+            raise ValueError(f"expected 'org/name' (letters, digits, . _ -), got {v!r}")
+        return v
 
 
-class AgentSection(ForeignModel):
-    timeout_sec: float = 600.0
-    user: str | None = None
+def _positive(v: float | None) -> float | None:
+    if v is not None and not v > 0:
+        raise ValueError(f"must be > 0, got {v}")
+    return v
+
+
+def _non_negative(v: int | None) -> int | None:
+    if v is not None and v < 0:
+        raise ValueError(f"must be >= 0, got {v}")
+    return v
+
+
+PositiveFloat = Annotated[float, AfterValidator(_positive)]
+PositiveInt = Annotated[IntLike, AfterValidator(_positive)]
+NonNegativeInt = Annotated[IntLike, AfterValidator(_non_negative)]
+
+NetworkMode = Literal["no-network", "public", "allowlist"]
+"""Harbor's per-environment network policy; `allow_internet` is its legacy spelling."""
+
+
+def _network_mode(value: Any) -> Any:
+    # Older corpora spell the public mode as a Docker network name.
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in ("bridge", "host", "internet", "default"):
+            return "public"
+        if v in ("none", "no_network", "offline"):
+            return "no-network"
+        return v
+    return value
+
+
+class NetworkFields(ForeignModel):
+    network_mode: Annotated[NetworkMode | None, BeforeValidator(_network_mode)] = None
+    allowed_hosts: list[str] | None = None
+
+
+class HealthcheckSection(ForeignModel):
+    """`[environment.healthcheck]`: a command that must pass before the agent starts."""
+
+    command: str
+    interval_sec: PositiveFloat = 5.0
+    timeout_sec: PositiveFloat = 30.0
+    start_period_sec: float = 0.0
+    start_interval_sec: PositiveFloat = 5.0
+    retries: PositiveInt = 3
+
+
+class TpuSection(ForeignModel):
+    type: str
+    topology: str
+
+
+class MCPServerSection(ForeignModel):
+    """`[[environment.mcp_servers]]`: a tool server offered to the agent."""
+
+    name: str
+    transport: Literal["stdio", "sse", "streamable-http", "http"] = "sse"
+    url: str | None = None
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _transport_fields(self) -> MCPServerSection:
+        if self.transport in ("sse", "streamable-http", "http") and not self.url:
+            raise ValueError(f"'url' is required for transport {self.transport!r}")
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("'command' is required for transport 'stdio'")
+        return self
+
+
+class ArtifactSection(ForeignModel):
+    """One `artifacts` entry: a file or directory collected from a service after the agent."""
+
+    source: str
+    destination: str | None = None
+    exclude: list[str] = Field(default_factory=list)
+    service: str | None = None
+
+
+def _artifacts(value: Any) -> Any:
+    if isinstance(value, list):
+        return [{"source": v} if isinstance(v, str) else v for v in value]
+    return value
+
+
+Artifacts = Annotated[list[ArtifactSection], BeforeValidator(_artifacts)]
+
+
+class CollectSection(ForeignModel):
+    """`[[verifier.collect]]`: a command run in a service after the agent, before artifacts."""
+
+    command: str
+    service: str = "main"
+    timeout_sec: PositiveFloat = 60.0
+    user: str | int | None = None
+
+
+class AgentSection(NetworkFields):
+    timeout_sec: PositiveFloat = 600.0
+    user: str | int | None = None
 
 
 def _stringify(v: Any) -> Any:
@@ -106,51 +205,91 @@ def _stringify(v: Any) -> Any:
     return v
 
 
-class EnvironmentSection(ForeignModel):
-    build_timeout_sec: float = 600.0
+class EnvironmentSection(NetworkFields):
+    build_timeout_sec: PositiveFloat = 600.0
     docker_image: str | None = None
-    cpus: float = 1.0
-    memory_mb: IntLike = 2048
-    storage_mb: IntLike = 10240
-    gpus: IntLike = 0
-    allow_internet: bool = False
+    os: Annotated[Literal["linux", "windows"], BeforeValidator(lambda v: v.lower() if isinstance(v, str) else v)] = "linux"
+    # Harbor leaves cpus/memory unlimited when omitted; rsr caps them (see parity.py).
+    cpus: PositiveFloat = 1.0
+    memory_mb: PositiveInt = 2048
+    storage_mb: PositiveInt = 10240
+    gpus: NonNegativeInt = 0
+    gpu_types: list[str] | None = None
+    tpu: TpuSection | None = None
+    mcp_servers: list[MCPServerSection] = Field(default_factory=list)
+    skills_dir: str | None = None
+    healthcheck: HealthcheckSection | None = None
+    # Harbor's default: a task has the internet unless it says otherwise.
+    allow_internet: bool = True
     env: dict[str, str] = Field(default_factory=dict)
     workdir: str | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _legacy_sizes(cls, data: Any) -> Any:
-        # Harbor 1.0 wrote `memory = "2G"` and `storage = "10G"`; newer corpora say
-        # `network_mode = "public"` where older ones say `allow_internet = true`.
+        # Harbor 1.0 wrote `memory = "2G"` and `storage = "10G"`.
         if isinstance(data, dict):
             data = dict(data)
-            mode = data.get("network_mode")
-            if isinstance(mode, str) and "allow_internet" not in data:
-                data["allow_internet"] = mode.lower() in ("public", "bridge", "host", "internet")
             if "memory" in data and "memory_mb" not in data:
                 data["memory_mb"] = _size_to_mb(data.pop("memory"))
             if "storage" in data and "storage_mb" not in data:
                 data["storage_mb"] = _size_to_mb(data.pop("storage"))
         return data
 
+    @model_validator(mode="after")
+    def _network_policy(self) -> EnvironmentSection:
+        # As in Harbor, an explicit network_mode wins over the legacy allow_internet flag, and
+        # the flag is kept equal to "is this environment on the internet".
+        if self.network_mode is not None:
+            self.allow_internet = self.network_mode == "public"
+        if self.allowed_hosts and self.network_mode != "allowlist":
+            raise ValueError("allowed_hosts is only valid with network_mode = 'allowlist'")
+        return self
+
     @field_validator("env", mode="before")
     @classmethod
     def _stringify_env(cls, v: Any) -> Any:
         return _stringify(v)
 
-    @field_validator("cpus")
-    @classmethod
-    def _positive_cpus(cls, v: float) -> float:
-        if v <= 0:
-            raise ValueError("must be > 0")
-        return v
+    def explicitly_set(self, name: str) -> bool:
+        return name in self.model_fields_set
 
-    @field_validator("memory_mb")
+
+class VerifierSection(NetworkFields):
+    timeout_sec: PositiveFloat = 600.0
+    env: dict[str, str] = Field(default_factory=dict)
+    user: str | int | None = None
+    environment_mode: Literal["shared", "separate"] | None = None
+    environment: EnvironmentSection | None = None
+    collect: list[CollectSection] = Field(default_factory=list)
+    # Fields of rsr's (Harbor ignores them): how the verifier may run and what it may accept.
+    isolation: Literal["snapshot", "fresh", "live"] = "snapshot"
+    """snapshot: tests run in a new container made from the agent's final filesystem, joined to
+    its network namespace (servers the agent left running stay reachable); fresh: the same
+    without the network link (tests that start and stop the services themselves); live: in the
+    agent's own container, for tests that inspect the agent's processes (Harbor's way)."""
+    allow_changes: list[str] | None = None
+    """Globs of system paths the task's deliverable may change (integrity audit). Declaring the
+    field, even empty, makes the audit strict for the task."""
+    reward_range: tuple[float, float] | None = None
+
+    @field_validator("env", mode="before")
     @classmethod
-    def _positive_memory(cls, v: int) -> int:
-        if v <= 0:
-            raise ValueError("must be > 0")
-        return v
+    def _stringify_env(cls, v: Any) -> Any:
+        return _stringify(v)
+
+    @model_validator(mode="after")
+    def _mode_matches_environment(self) -> VerifierSection:
+        if self.environment_mode == "shared" and self.environment is not None:
+            raise ValueError("environment_mode = 'shared' conflicts with a [verifier.environment] table")
+        return self
+
+    @property
+    def mode(self) -> Literal["shared", "separate"]:
+        """Where the tests run: Harbor infers 'separate' from a verifier environment table."""
+        if self.environment_mode is not None:
+            return self.environment_mode
+        return "separate" if self.environment is not None else "shared"
 
 
 class SolutionSection(ForeignModel):
@@ -163,16 +302,25 @@ class SolutionSection(ForeignModel):
 
 
 class StepSection(ForeignModel):
-    """One step of a multi-step task (`[[steps]]`)."""
+    """One step of a multi-step task (`[[steps]]`); its files live in `steps/<name>/`."""
 
-    name: str | None = None
-    instruction: str | None = None
-    agent: AgentSection | None = None
-    verifier: VerifierSection | None = None
+    name: str
+    agent: AgentSection = Field(default_factory=AgentSection)
+    verifier: VerifierSection = Field(default_factory=VerifierSection)
+    min_reward: float | dict[str, float] | None = None
+    healthcheck: HealthcheckSection | None = None
+    artifacts: Artifacts = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _portable_name(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", v) or v in (".", ".."):
+            raise ValueError(f"step name {v!r} must be a portable directory name (letters, digits, . _ -)")
+        return v
 
 
 class TaskConfig(ForeignModel):
-    """`task.toml` (Harbor schema 1.0, 1.1, 1.2, and the legacy `version` key)."""
+    """`task.toml` (Harbor schemas 1.0-1.4 and the legacy `version` key)."""
 
     schema_version: str = "1.0"
     task: TaskSection = Field(default_factory=TaskSection)
@@ -181,7 +329,12 @@ class TaskConfig(ForeignModel):
     agent: AgentSection = Field(default_factory=AgentSection)
     environment: EnvironmentSection = Field(default_factory=EnvironmentSection)
     solution: SolutionSection = Field(default_factory=SolutionSection)
+    source: str | None = None
+    multi_step_reward_strategy: Literal["mean", "final"] | None = None
     steps: list[StepSection] = Field(default_factory=list)
+    artifacts: Artifacts = Field(default_factory=list)
+    reward: dict[str, Any] = Field(default_factory=dict)
+    """Seen in published corpora; Harbor 0.26 ignores it, and so does rsr."""
 
     @model_validator(mode="before")
     @classmethod
@@ -201,8 +354,20 @@ class TaskConfig(ForeignModel):
             raise ValueError(f"not a schema version: {v!r} (expected e.g. {SUPPORTED_SCHEMA_VERSIONS[-1]!r})")
         return v
 
+    @field_validator("steps")
+    @classmethod
+    def _unique_steps(cls, steps: list[StepSection]) -> list[StepSection]:
+        seen: set[str] = set()
+        for step in steps:
+            key = step.name.casefold()
+            if key in seen:
+                raise ValueError(f"step names must be unique: {step.name!r}")
+            seen.add(key)
+        return steps
+
     def version_warnings(self) -> list[str]:
-        if self.schema_version in SUPPORTED_SCHEMA_VERSIONS:
+        if self.schema_version in SUPPORTED_SCHEMA_VERSIONS or _version_key(self.schema_version) < _version_key(
+                SUPPORTED_SCHEMA_VERSIONS[-1]):
             return []
         return [f"schema version {self.schema_version!r} is newer than the ones modelled "
                 f"({', '.join(SUPPORTED_SCHEMA_VERSIONS)}); known fields are read, others kept as unknown keys"]
@@ -221,6 +386,10 @@ class TaskConfig(ForeignModel):
     def difficulty(self) -> str | None:
         value = self.metadata.get("difficulty")
         return str(value) if value is not None else None
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
 
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
@@ -267,6 +436,10 @@ class TB1SolutionStep(ForeignModel):
     append_enter: bool | None = None
 
 
+TB1_PARSERS = ("pytest", "swebench", "long_cli", "mlebench")
+"""The Terminal-Bench 1 `parser_name`s rsr scores (rsr/verify/tb1_parsers.py); others are refused."""
+
+
 class TB1TaskConfig(ForeignModel):
     """Terminal-Bench 1 `task.yaml`; migrated to `TaskConfig` by `to_task_config`."""
 
@@ -277,12 +450,34 @@ class TB1TaskConfig(ForeignModel):
     difficulty: str | None = None
     category: str | None = None
     tags: list[str] = Field(default_factory=list)
-    parser_name: str | None = None
-    max_agent_timeout_sec: float = 360.0
-    max_test_timeout_sec: float = 60.0
-    run_tests_in_same_shell: bool | None = None
+    # TB1 scored every task with a parser of the test output; pytest's when none is named.
+    parser_name: str = "pytest"
+    # LongCLI's per-set scoring modes ("pytest" or "text") for fail-to-pass / pass-to-pass.
+    parser_results_f2p: str | None = None
+    parser_results_p2p: str | None = None
+    max_agent_timeout_sec: PositiveFloat = 360.0
+    max_test_timeout_sec: PositiveFloat = 60.0
+    run_tests_in_same_shell: bool = False
     expert_time_estimate_min: float | None = None
     junior_time_estimate_min: float | None = None
+
+    @field_validator("parser_name", mode="before")
+    @classmethod
+    def _known_parser(cls, v: Any) -> Any:
+        if v is None:
+            return "pytest"
+        if isinstance(v, str) and v.strip().lower() not in TB1_PARSERS:
+            raise ValueError(f"unknown Terminal-Bench 1 parser {v!r}; rsr scores with: {', '.join(TB1_PARSERS)}")
+        return v.strip().lower() if isinstance(v, str) else v
+
+    @field_validator("parser_results_f2p", "parser_results_p2p", mode="before")
+    @classmethod
+    def _known_mode(cls, v: Any) -> Any:
+        if isinstance(v, str) and v.strip():
+            if v.strip().lower() not in ("pytest", "text"):
+                raise ValueError(f"expected 'pytest' or 'text', got {v!r}")
+            return v.strip().lower()
+        return None if v in ("", None) else v
 
     def resolved_instruction(self) -> str | None:
         if self.instruction:
@@ -292,16 +487,17 @@ class TB1TaskConfig(ForeignModel):
                 return str(d["description"])
         return None
 
-    def to_task_config(self, name: str) -> TaskConfig:
+    def to_task_config(self, name: str) -> TaskConfig:  # noqa: ARG002 - Harbor gives migrated tasks no package name
         metadata: dict[str, Any] = {"tags": self.tags, "migrated_from": "terminal-bench-1"}
         for key in ("author_name", "author_email", "difficulty", "category", "parser_name",
+                    "parser_results_f2p", "parser_results_p2p", "run_tests_in_same_shell",
                     "expert_time_estimate_min", "junior_time_estimate_min"):
             value = getattr(self, key)
             if value is not None:
                 metadata[key] = value
         return TaskConfig(
             schema_version="1.0",
-            task=TaskSection(name=name),
+            task=TaskSection(),
             metadata=metadata,
             verifier=VerifierSection(timeout_sec=self.max_test_timeout_sec),
             agent=AgentSection(timeout_sec=self.max_agent_timeout_sec),

@@ -14,9 +14,10 @@ class TaskPaths:
     <task_dir>/
       instruction.md          what the agent is told
       task.toml               configuration (schema 1.0-1.2 or legacy `version`)
-      environment/            Dockerfile or docker-compose.yaml (build context)
+      environment/            Dockerfile and/or docker-compose.yaml (build context)
       tests/test.sh           hidden tests; write /logs/verifier/reward.{txt,json}
       solution/solve.sh       reference solution, only for the oracle
+      steps/<name>/           multi-step tasks: per-step instruction.md, tests/, solution/, workdir/
     ```
     A Terminal-Bench 1 task has `task.yaml`, `run-tests.sh`, `solution.sh|solution.yaml`
     and a Dockerfile at its root instead; `load_task` migrates it.
@@ -42,10 +43,10 @@ class TaskPaths:
 
     @property
     def compose_path(self) -> Path | None:
-        for name in ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"):
-            if (self.environment_dir / name).is_file():
-                return self.environment_dir / name
-        return None
+        # Harbor reads exactly this name; a `compose.yaml` or `docker-compose.yml` beside it is
+        # task data (sometimes the very file the agent must fix), never the sandbox definition.
+        path = self.environment_dir / "docker-compose.yaml"
+        return path if path.is_file() else None
 
     @property
     def tests_dir(self) -> Path:
@@ -78,10 +79,26 @@ class TaskPaths:
 
     @property
     def tb1_compose(self) -> Path | None:
-        for name in ("docker-compose.yaml", "docker-compose.yml"):
-            if (self.task_dir / name).is_file():
-                return self.task_dir / name
-        return None
+        path = self.task_dir / "docker-compose.yaml"
+        return path if path.is_file() else None
+
+    # Multi-step tasks (`[[steps]]`): steps/<name>/{instruction.md, tests/, solution/, workdir/}
+    def step_dir(self, name: str) -> Path:
+        return self.task_dir / "steps" / name
+
+    def step_instruction_path(self, name: str) -> Path:
+        return self.step_dir(name) / "instruction.md"
+
+    def step_tests_dir(self, name: str) -> Path:
+        return self.step_dir(name) / "tests"
+
+    def step_solution_dir(self, name: str) -> Path:
+        return self.step_dir(name) / "solution"
+
+    def step_workdir_dir(self, name: str) -> Path:
+        """Files copied into the agent's working directory before the step (with an optional
+        setup.sh that is run there)."""
+        return self.step_dir(name) / "workdir"
 
     def is_harbor(self) -> bool:
         return self.config_path.is_file()

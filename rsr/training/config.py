@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rsr.errors import FileFormatError
-from rsr.training.render import DEFAULT_CHAT_TEMPLATE, END_OF_TURN
+from rsr.training.render import DEFAULT_CHAT_TEMPLATE, END_OF_TURN, MODEL_TEMPLATE
 from rsr.yaml_model import load_yaml_model
 
 
@@ -74,12 +74,20 @@ class DatasetConfig(_Strict):
 class DataConfig(_Strict):
     datasets: list[DatasetConfig] = Field(min_length=1)
     max_length: int = Field(1024, ge=16, description="tokens per training row")
-    long_trajectories: Literal["split", "drop"] = Field(
+    long_trajectories: Literal["split", "skip"] = Field(
         "split",
-        description="over-long trajectories: 'split' keeps every step whose exact inference"
-        " prefix plus reply fits in max_length and drops later steps; 'drop' drops the whole"
-        " trajectory. Counts go to the run card; nothing is truncated mid-turn.")
+        description="rows longer than max_length: 'split' splits them at their hand-off"
+        " messages into the contexts the model saw and skips pieces that still do not fit;"
+        " 'skip' skips the whole row. Never truncated (the ending is what matters most);"
+        " every skipped row is listed in the run card.")
     packing: bool = False
+    validation_fraction: float = Field(
+        0.0, ge=0, lt=1,
+        description="share of *tasks* (never of rows: rows of one task are near relatives)"
+        " held out from training; their loss before and after training goes to the run card")
+    validation_tasks: list[str] = Field(
+        default_factory=list, description="tasks to hold out by name (with or without the"
+        " fraction); rows without a task column always train")
     mask_check_rows: int | None = Field(
         256, ge=1, description="rows whose assistant mask is checked token by token (None = all)")
     loss_probe_rows: int = Field(
@@ -121,7 +129,9 @@ class TrainRecipe(_Strict):
     description: str = ""
     model: ModelConfig
     chat_template: str = Field(
-        DEFAULT_CHAT_TEMPLATE, description="packaged template name or path to a .jinja file")
+        MODEL_TEMPLATE, description="'model': the checkpoint tokenizer's own chat template (what"
+        " vLLM and hf/ apply when serving it; tiny models, which have none, use"
+        f" {DEFAULT_CHAT_TEMPLATE}); or a packaged template name or a .jinja file")
     eos_token: str = Field(END_OF_TURN, description="token ending an assistant turn")
     method: Literal["full", "lora"] = "full"
     lora: LoraConfig | None = None

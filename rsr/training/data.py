@@ -5,13 +5,14 @@ trajectory: `messages` = `[{"role": "system"|"user"|"assistant", "content": str}
 the first user message is the Terminus 2 prompt and assistant replies alternate with user
 observations, plus provenance columns (`task`, `suite`, `source_harness`, ...).
 
-Long-trajectory policy (never a silent cut inside a turn):
-- `split`: the template renders history verbatim, so the prompt of step k is a prefix of the
-  whole trajectory's text. A step is kept when its exact inference prefix plus its reply fits
-  in `max_length`; the kept steps of one trajectory share one row (the same targets and
-  contexts as one row per step, without repeating the prefix). Later steps are dropped and
-  counted; a trajectory whose first reply does not fit is dropped and counted.
-- `drop`: a trajectory that does not fit is dropped whole and counted.
+Long-trajectory policy. The end of a trajectory (the checks, the completion and its
+confirmation) is what the model most needs to learn, so a row is never cut short:
+- `split`: a row that does not fit is split at its hand-off messages (a run summarised at
+  inference, exported as one row by a tool that does not split contexts) into the contexts
+  the model really saw; each piece that fits is kept, each that does not is skipped;
+- `skip`: a row that does not fit is skipped whole.
+Every skipped row or piece is reported (dataset, row, task, execution id, tokens) in the run
+card; nothing is truncated.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rsr.errors import RsrError
+from rsr.harness import prompts
 from rsr.training.config import DatasetConfig
 from rsr.training.render import render_messages
 
@@ -52,6 +54,8 @@ class Message(BaseModel):
 
     role: Literal["system", "user", "assistant"]
     content: str
+    reasoning_content: str | None = None
+    """The model's reasoning before a reply, when the executor produced any."""
 
 
 class TrajectoryRow(BaseModel):
@@ -175,6 +179,21 @@ def load_dataset(cfg: DatasetConfig) -> LoadedDataset:
     return LoadedDataset(cfg, cfg.name or path.name, file_sha256(path), rows, stripped)
 
 
+def validation_tasks(rows: Sequence[TrajectoryRow], fraction: float, named: Sequence[str],
+                     seed: int) -> set[str]:
+    """Tasks held out for validation: the named ones plus a seeded, order-independent share
+    of the rest (ranked by a hash of seed and task), at least one when the share is > 0 and
+    there are two tasks or more."""
+    tasks = sorted({r.task for r in rows if r.task})
+    held = {t for t in named if t in tasks}
+    rest = [t for t in tasks if t not in held]
+    if fraction > 0 and len(tasks) >= 2:
+        want = max(1, round(fraction * len(tasks))) - len(held)
+        ranked = sorted(rest, key=lambda t: hashlib.sha256(f"{seed}:{t}".encode()).hexdigest())
+        held |= set(ranked[:max(want, 0)])
+    return held
+
+
 def token_ids(tokenizer: Any, text: str) -> list[int]:
     # apply_chat_template tokenizes without adding BOS/EOS; so must every count here.
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -185,13 +204,36 @@ class LengthStats:
     rows_in: int = 0
     rows_kept: int = 0
     rows_dropped_too_long: int = 0
+    """Rows, or pieces of split rows, skipped because they do not fit."""
     rows_split: int = 0
+    """Rows split at their hand-off messages."""
     steps_kept: int = 0
     steps_dropped_too_long: int = 0
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, other: LengthStats) -> None:
         for k in self.__dataclass_fields__:
             setattr(self, k, getattr(self, k) + getattr(other, k))
+
+
+HANDOFF_HEAD = prompts.load(prompts.HANDOFF).split("\n", 1)[0]
+"""First line of the Terminus 2 hand-off message (rsr/harness/prompts/handoff.v1.md)."""
+
+
+def split_at_handoffs(msgs: list[dict[str, str]]) -> list[list[dict[str, str]]]:
+    """The contexts of a flattened summarised run: a new one starts at each hand-off."""
+    pieces: list[list[dict[str, str]]] = [[]]
+    for i, m in enumerate(msgs):
+        if i and m["role"] == "user" and m["content"].startswith(HANDOFF_HEAD):
+            pieces.append([])
+        pieces[-1].append(m)
+    out = []
+    for piece in pieces:
+        while piece and piece[-1]["role"] != "assistant":
+            piece.pop()
+        if piece:
+            out.append(piece)
+    return out
 
 
 def fit_to_length(
@@ -199,45 +241,37 @@ def fit_to_length(
     tokenizer: Any,
     chat_template: str,
     max_length: int,
-    policy: Literal["split", "drop"],
+    policy: Literal["split", "skip"],
+    dataset: str = "",
 ) -> tuple[list[list[dict[str, str]]], LengthStats]:
     """Apply the long-trajectory policy; returns chat rows (lists of message dicts) and counts."""
     out: list[list[dict[str, str]]] = []
     stats = LengthStats(rows_in=len(rows))
 
-    def length(msgs: Sequence[dict[str, str]]) -> int:
+    def length(msgs: Sequence[dict[str, Any]]) -> int:
         return len(token_ids(tokenizer, render_messages(msgs, chat_template=chat_template)))
 
-    for row in rows:
-        msgs = [m.model_dump() for m in row.messages]
-        replies = [i for i, m in enumerate(msgs) if m["role"] == "assistant"]
-        if length(msgs) <= max_length:
-            out.append(msgs)
-            stats.rows_kept += 1
-            stats.steps_kept += len(replies)
-            continue
-        if policy == "drop":
+    for index, row in enumerate(rows):
+        msgs = [m.model_dump(exclude_none=True) for m in row.messages]
+        pieces = [msgs]
+        if length(msgs) > max_length and policy == "split":
+            pieces = split_at_handoffs(msgs)
+            stats.rows_split += len(pieces) > 1
+        for n, piece in enumerate(pieces):
+            replies = sum(m["role"] == "assistant" for m in piece)
+            tokens = length(piece)
+            if tokens <= max_length:
+                out.append(piece)
+                stats.rows_kept += 1
+                stats.steps_kept += replies
+                continue
             stats.rows_dropped_too_long += 1
-            stats.steps_dropped_too_long += len(replies)
-            continue
-        # Longest prefix ending in a reply that fits; lengths grow with the prefix, so bisect.
-        lo, hi = 0, len(replies) - 1
-        best = -1
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            if length(msgs[: replies[mid] + 1]) <= max_length:
-                best, lo = mid, mid + 1
-            else:
-                hi = mid - 1
-        if best < 0:
-            stats.rows_dropped_too_long += 1
-            stats.steps_dropped_too_long += len(replies)
-            continue
-        out.append(msgs[: replies[best] + 1])
-        stats.rows_kept += 1
-        stats.rows_split += 1
-        stats.steps_kept += best + 1
-        stats.steps_dropped_too_long += len(replies) - best - 1
+            stats.steps_dropped_too_long += replies
+            stats.skipped.append({"dataset": dataset, "row": index, "piece": n,
+                                  "pieces": len(pieces), "task": row.task,
+                                  "execution_id": row.execution_id,
+                                  "source_trajectory": row.source_trajectory,
+                                  "tokens": tokens, "max_length": max_length})
     return out, stats
 
 
@@ -291,7 +325,11 @@ def expected_assistant_mask(
             raise MaskCheckError(f"messages[{i}]: no {eos_token!r} after the reply") from None
         reply = tokenizer.decode(ids[start:end], skip_special_tokens=False,
                                  clean_up_tokenization_spaces=False)
-        if reply != m["content"]:
+        reasoning = m.get("reasoning_content")
+        # With reasoning, the model emits the template's reasoning block, then the reply.
+        ok = reply == m["content"] or (bool(reasoning) and reply.endswith(m["content"])
+                                       and reasoning in reply[: len(reply) - len(m["content"])])
+        if not ok:
             raise MaskCheckError(f"messages[{i}]: the tokens before {eos_token!r} decode to"
                                  f" {reply[:80]!r}, not to the reply {m['content'][:80]!r}")
         mask[start : end + 1] = [1] * (end + 1 - start)

@@ -21,6 +21,9 @@ from rsr.errors import RsrError
 DEFAULT_CHAT_TEMPLATE = "rsr-chatml-v1"
 """Name of the packaged template (`rsr/training/templates/<name>.jinja`)."""
 
+MODEL_TEMPLATE = "model"
+"""Recipe value for the checkpoint tokenizer's own chat template (the default)."""
+
 END_OF_TURN = "<|im_end|>"
 """The token that ends an assistant reply in the default template; generation stops on it."""
 
@@ -92,5 +95,8 @@ def render_messages(
     reply begins, which is what inference feeds the model.
     """
     template = chat_template if chat_template is not None else load_chat_template()
-    plain = [{"role": m["role"], "content": m["content"]} for m in messages]
+    # reasoning_content goes through for templates that render it (Qwen3-style ones do).
+    plain = [{"role": m["role"], "content": m["content"],
+              **({"reasoning_content": m["reasoning_content"]}
+                 if m.get("reasoning_content") else {})} for m in messages]
     return _compile(template).render(messages=plain, add_generation_prompt=add_generation_prompt)

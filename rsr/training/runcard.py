@@ -42,6 +42,8 @@ class RunCard(BaseModel):
     git_dirty: bool | None
     base_model: str
     chat_template: str
+    chat_template_sha256: str | None = None
+    reasoning_rows: int = 0
     final_dir: str
     created_at: str
     runtime_s: float
@@ -53,6 +55,8 @@ class RunCard(BaseModel):
     rows_dropped_too_long: int
     steps_dropped_too_long: int
     rows_split: int
+    skipped_too_long: list[dict[str, Any]] = []
+    """Every row (or hand-off piece) skipped for not fitting max_length, with its provenance."""
     tokens: int
     assistant_tokens: int
     mask_rows_checked: int
@@ -60,6 +64,11 @@ class RunCard(BaseModel):
     loss_probe_rows: int
     train_loss_start: float
     train_loss_end: float
+    validation_tasks: list[str] = []
+    """Tasks held out from training (by task, never by row)."""
+    validation_rows: int = 0
+    validation_loss_start: float | None = None
+    validation_loss_end: float | None = None
     logged_loss: list[tuple[int, float]]
     global_steps: int
     epochs: float

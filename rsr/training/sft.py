@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,8 +37,14 @@ from rsr.training.data import (
     load_dataset,
     mix,
     token_ids,
+    validation_tasks,
 )
-from rsr.training.render import load_chat_template, render_messages
+from rsr.training.render import (
+    DEFAULT_CHAT_TEMPLATE,
+    MODEL_TEMPLATE,
+    load_chat_template,
+    render_messages,
+)
 from rsr.training.runcard import LOSS_PNG, RUN_CARD, DatasetCard, RunCard, git_state, plot_loss
 
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
@@ -51,7 +58,10 @@ def _require_train_extra() -> None:
         raise RsrError(f"training needs the [train] extra: pip install -e '.[train]' ({e})") from e
 
 
-def _load_tokenizer(recipe: TrainRecipe, template: str) -> Any:
+def _load_tokenizer(recipe: TrainRecipe) -> tuple[Any, str]:
+    """The checkpoint's tokenizer and the chat template to train with: the tokenizer's own
+    (`chat_template: model`, the default, so a served checkpoint renders prompts as it was
+    trained) or a packaged/file template."""
     from transformers import AutoTokenizer
 
     assert recipe.model.path is not None
@@ -61,12 +71,33 @@ def _load_tokenizer(recipe: TrainRecipe, template: str) -> Any:
     except OSError as e:  # not a local checkpoint, and not on (or no access to) the hub
         raise RsrError(f"model.path {recipe.model.path!r}: cannot load its tokenizer ({e});"
                        " give a checkpoint directory or a hub id") from e
+    if recipe.chat_template == MODEL_TEMPLATE:
+        if not isinstance(tok.chat_template, str) or not tok.chat_template:
+            raise RsrError(f"model.path {recipe.model.path!r}: the tokenizer has no chat"
+                           f" template of its own; set chat_template: {DEFAULT_CHAT_TEMPLATE}")
+        template = tok.chat_template
+    else:
+        template = load_chat_template(recipe.chat_template)
     tok.chat_template = template
     _check_eos(tok, recipe.eos_token, recipe.model.path)
     tok.eos_token = recipe.eos_token
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    return tok
+    return tok, template
+
+
+def has_generation_markers(template: str) -> bool:
+    return re.search(r"{%-?\s*generation\s*-?%}", template) is not None
+
+
+def supports_reasoning(template: str) -> bool:
+    """Whether the template renders an assistant message's `reasoning_content`."""
+    probe = [{"role": "user", "content": "u"},
+             {"role": "assistant", "content": "a", "reasoning_content": "rsr-probe-4f2a"}]
+    try:
+        return "rsr-probe-4f2a" in render_messages(probe, chat_template=template)
+    except Exception:  # a template that rejects the probe does not render reasoning
+        return False
 
 
 def _check_eos(tokenizer: Any, eos: str, where: str) -> None:
@@ -119,6 +150,8 @@ class _Data:
     rows: list[list[dict[str, str]]]
     used: list[int]
     total: LengthStats
+    validation: list[list[dict[str, str]]]
+    validation_tasks: list[str]
 
 
 def _sft_config(recipe: TrainRecipe, ckpt_dir: Path) -> Any:
@@ -166,32 +199,44 @@ def _sft_config(recipe: TrainRecipe, ckpt_dir: Path) -> Any:
     )
 
 
-def _tokenizer(recipe: TrainRecipe, template: str, loaded: list[LoadedDataset],
-               base_dir: Path, console: Console) -> Any:
+def _tokenizer(recipe: TrainRecipe, loaded: list[LoadedDataset], base_dir: Path,
+               console: Console) -> tuple[Any, str]:
     from transformers import AutoTokenizer
 
     from rsr.training.tiny import train_tokenizer
 
     if recipe.model.tiny is None:
-        return _load_tokenizer(recipe, template)
+        return _load_tokenizer(recipe)
+    # A tiny model is built here and has no template of its own: ours stands in for it.
+    name = DEFAULT_CHAT_TEMPLATE if recipe.chat_template == MODEL_TEMPLATE else recipe.chat_template
+    template = load_chat_template(name)
     if (base_dir / "config.json").is_file():
         # Resuming: the tokenizer is trained on the data, so reuse the one built first.
-        return AutoTokenizer.from_pretrained(base_dir)
+        return AutoTokenizer.from_pretrained(base_dir), template
     with console.status("training the tiny tokenizer"):
-        texts = [render_messages([m.model_dump() for m in r.messages], chat_template=template)
+        texts = [render_messages([m.model_dump(exclude_none=True) for m in r.messages],
+                                 chat_template=template)
                  for d in loaded for r in d.rows]
-        return train_tokenizer(texts, recipe.model.tiny.vocab_size, template)
+        return train_tokenizer(texts, recipe.model.tiny.vocab_size, template), template
 
 
 def _data(recipe: TrainRecipe, loaded: list[LoadedDataset], tokenizer: Any, template: str,
           console: Console) -> _Data:
     cfg = recipe.data
     per_dataset = []
+    held = validation_tasks([r for d in loaded for r in d.rows], cfg.validation_fraction,
+                            cfg.validation_tasks, recipe.train.seed)
+    validation: list[list[dict[str, str]]] = []
     with console.status("checking lengths"):
         for d in loaded:
-            rows_d, stats = fit_to_length(d.rows, tokenizer, template, cfg.max_length,
-                                          cfg.long_trajectories)
+            train_rows = [r for r in d.rows if r.task not in held]
+            val_rows = [r for r in d.rows if r.task in held]
+            rows_d, stats = fit_to_length(train_rows, tokenizer, template, cfg.max_length,
+                                          cfg.long_trajectories, dataset=d.name)
             per_dataset.append((d, rows_d, stats))
+            if val_rows:
+                validation += fit_to_length(val_rows, tokenizer, template, cfg.max_length,
+                                            cfg.long_trajectories, dataset=d.name)[0]
     rows, used = mix([(d.config, r) for d, r, _ in per_dataset], recipe.train.seed)
     if not rows:
         raise RsrError(f"no training rows left: every trajectory is longer than max_length"
@@ -199,9 +244,16 @@ def _data(recipe: TrainRecipe, loaded: list[LoadedDataset], tokenizer: Any, temp
     total = LengthStats()
     for _, _, s in per_dataset:
         total.add(s)
-    console.print(f"rows: {len(rows)} (dropped too long: {total.rows_dropped_too_long}, split:"
-                  f" {total.rows_split}, steps dropped: {total.steps_dropped_too_long})")
-    return _Data(loaded, per_dataset, rows, used, total)
+    console.print(f"rows: {len(rows)} (skipped too long: {total.rows_dropped_too_long}, split at"
+                  f" hand-offs: {total.rows_split}, replies skipped: "
+                  f"{total.steps_dropped_too_long})")
+    for skipped in total.skipped[:20]:
+        console.print(f"[yellow]skipped[/yellow] {skipped['dataset']} row {skipped['row']}"
+                      f" ({skipped['task']}, {skipped['tokens']} > {skipped['max_length']} tokens)")
+    if held:
+        console.print(f"validation: {len(validation)} rows of {len(held)} held-out task(s):"
+                      f" {', '.join(sorted(held))}")
+    return _Data(loaded, per_dataset, rows, used, total, validation, sorted(held))
 
 
 def _model(recipe: TrainRecipe, tokenizer: Any, base_dir: Path, args: Any) -> Any:
@@ -259,8 +311,6 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
     out = Path(recipe.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     base_dir, ckpt_dir, final = out / "base", out / "checkpoints", out / "final"
-    template = load_chat_template(recipe.chat_template)
-
     # TrainingArguments first: under DeepSpeed ZeRO-3 it must exist before from_pretrained so
     # the weights are partitioned while loading instead of materialised on every rank.
     args = _sft_config(recipe, ckpt_dir)
@@ -269,20 +319,46 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
     with console.status("loading datasets"):
         loaded = [load_dataset(d) for d in recipe.data.datasets]
     console.print("datasets: " + ", ".join(f"{d.name} ({len(d.rows)} rows)" for d in loaded))
-    tokenizer = _tokenizer(recipe, template, loaded, base_dir, console)
+    tokenizer, template = _tokenizer(recipe, loaded, base_dir, console)
     base_name = str(base_dir.resolve()) if recipe.model.tiny else str(recipe.model.path)
     _check_eos(tokenizer, recipe.eos_token, base_name)
+    reasoning_rows = sum(any(m.reasoning_content for m in r.messages)
+                         for d in loaded for r in d.rows)
+    if reasoning_rows and not supports_reasoning(template):
+        raise RsrError(f"{reasoning_rows} training row(s) carry the executor's reasoning"
+                       f" (reasoning_content) but chat template {recipe.chat_template!r} does"
+                       " not render it; use the model's own template (chat_template: model) or"
+                       " one that renders reasoning_content, so it is not silently dropped")
     data = _data(recipe, loaded, tokenizer, template, console)
+    # TRL derives the loss mask from {% generation %} markers; a model's own template rarely
+    # has them, so then the rows are tokenized here and trained with the mask derived
+    # independently from the inference prompts (checked on every row).
+    pretokenized = not has_generation_markers(template)
     with console.status("checking the assistant mask"):
         expected = _mask_check(data.rows, tokenizer, template, recipe.eos_token,
-                               recipe.data.mask_check_rows)
+                               None if pretokenized else recipe.data.mask_check_rows)
 
+    def dataset(rows: list[list[dict[str, str]]], masks: Any = None) -> Any:
+        if not pretokenized:
+            return Dataset.from_list([{"messages": m} for m in rows])
+        if masks is None:
+            masks = [expected_assistant_mask(tokenizer, template, m, recipe.eos_token)
+                     for m in rows]
+        return Dataset.from_list([{"input_ids": ids, "assistant_masks": mask}
+                                  for ids, mask in masks])
+
+    if pretokenized:
+        args.assistant_only_loss = False  # the mask comes with the rows
     probe = data.rows[: recipe.data.loss_probe_rows]
+    evals = {"probe": dataset(probe)}
+    if data.validation:
+        evals["validation"] = dataset(data.validation)
     trainer = SFTTrainer(
         model=_model(recipe, tokenizer, base_dir, args),
         args=args,
-        train_dataset=Dataset.from_list([{"messages": m} for m in data.rows]),
-        eval_dataset=Dataset.from_list([{"messages": m} for m in probe]),
+        train_dataset=dataset(data.rows, [(ids, mask) for _, ids, mask in expected]
+                              if pretokenized else None),
+        eval_dataset=evals,
         processing_class=tokenizer,
         peft_config=_peft_config(recipe),
     )
@@ -297,9 +373,17 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
         if resume:
             console.print(f"resuming from {resume}")
     result = trainer.train(resume_from_checkpoint=resume)
-    loss_end = trainer.evaluate()["eval_loss"]
+    final_eval: dict[str, float] = {}
+    for name, ds in evals.items():
+        final_eval.update(trainer.evaluate(ds, metric_key_prefix=f"eval_{name}"))
     history = trainer.state.log_history  # restored from the checkpoint when resuming
-    loss_start = next(h["eval_loss"] for h in history if "eval_loss" in h)
+
+    def first(key: str) -> float | None:
+        return next((h[key] for h in history if key in h), None)
+
+    loss_start, loss_end = first("eval_probe_loss"), final_eval["eval_probe_loss"]
+    val_start = first("eval_validation_loss")
+    val_end = final_eval.get("eval_validation_loss")
 
     trainer.save_model(str(final))
     if is_main:
@@ -318,7 +402,11 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
         git_commit=commit,
         git_dirty=dirty,
         base_model=base_name,
-        chat_template=recipe.chat_template,
+        # What was trained with: a tiny model has no template of its own, ours stood in for it.
+        chat_template=(DEFAULT_CHAT_TEMPLATE if recipe.chat_template == MODEL_TEMPLATE and recipe.model.tiny
+                       else recipe.chat_template),
+        chat_template_sha256=hashlib.sha256(template.encode()).hexdigest(),
+        reasoning_rows=reasoning_rows,
         final_dir=str(final.resolve()),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         runtime_s=round(time.time() - started, 1),
@@ -338,13 +426,18 @@ def run(recipe: TrainRecipe, *, recipe_path: Path | None = None,
         rows_dropped_too_long=data.total.rows_dropped_too_long,
         steps_dropped_too_long=data.total.steps_dropped_too_long,
         rows_split=data.total.rows_split,
+        skipped_too_long=data.total.skipped,
         tokens=tokens,
         assistant_tokens=assistant_tokens,
         mask_rows_checked=len(expected),
         mask_assistant_tokens_checked=sum(sum(m) for _, _, m in expected),
         loss_probe_rows=len(probe),
-        train_loss_start=float(loss_start),
+        train_loss_start=float(loss_start if loss_start is not None else "nan"),
         train_loss_end=float(loss_end),
+        validation_tasks=data.validation_tasks,
+        validation_rows=len(data.validation),
+        validation_loss_start=float(val_start) if val_start is not None else None,
+        validation_loss_end=float(val_end) if val_end is not None else None,
         logged_loss=[(int(h["step"]), float(h["loss"])) for h in history
                      if "loss" in h and "step" in h],
         global_steps=result.global_step,

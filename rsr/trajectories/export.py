@@ -19,6 +19,11 @@ from rsr.trajectories.redact import environment_secrets, redact
 
 ExportFormat = Literal["atif", "messages"]
 Outcome = Literal["all", "passed", "failed"]
+View = Literal["public", "terminus2", "as-run"]
+"""messages rows: `public` strips every harness control message (the legacy form);
+`terminus2` is what Terminus 2 shows (StateM/RSRT control removed, its own confirmation,
+parse feedback and warnings kept), one row per model context; `as-run` is each context as the
+harness's model saw it, control included."""
 
 
 @dataclass
@@ -71,6 +76,19 @@ def messages_row(sample: EvalSample, log: EvalLog, log_path: str,
     }
 
 
+def segment_rows(sample: EvalSample, log: EvalLog, log_path: str,
+                 view: View) -> list[dict[str, Any]]:
+    """One training row per model context of `sample` (see `View`)."""
+    from rsr.trajectories.model_view import model_view
+
+    base = messages_row(sample, log, log_path)
+    mv = model_view(sample, strip_source_control=view == "terminus2")
+    removed = [r.model_dump() for r in mv.removed]
+    return [{**base, "messages": seg.messages, "segment": seg.index,
+             "segments": len(mv.segments), "handoff": seg.handoff, "removed": removed}
+            for seg in mv.segments]
+
+
 def _samples(path: Path) -> Iterator[EvalSample]:
     yield from read_eval_log_samples(str(path), all_samples_required=False)
 
@@ -93,7 +111,7 @@ def _safe(name: str) -> str:
 
 
 def export_logs(logs: list[Path], fmt: ExportFormat, out: Path, outcome: Outcome = "all",
-                keep: tuple[str, ...] = ()) -> ExportSummary:
+                keep: tuple[str, ...] = (), view: View = "public") -> ExportSummary:
     summary = ExportSummary(files=[])
     secrets = environment_secrets()
     out.mkdir(parents=True, exist_ok=True)
@@ -116,8 +134,11 @@ def export_logs(logs: list[Path], fmt: ExportFormat, out: Path, outcome: Outcome
                 target = out / name
                 target.write_text(json.dumps(data, indent=2) + "\n")
                 summary.files.append(target)  # type: ignore[union-attr]
-            else:
+            elif view == "public":
                 rows.append(redact(messages_row(sample, header, str(path), keep), secrets))
+            else:
+                rows += [redact(r, secrets) for r in segment_rows(sample, header, str(path),
+                                                                   view)]
             summary.written += 1
     if fmt == "messages":
         target = out / "messages.jsonl"

@@ -6,17 +6,18 @@ from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 
 from rsr.tasks.load import task_from_metadata
-from rsr.verify.verifier import verify
+from rsr.verify.verifier import Integrity, verify
 
 
 @scorer(metrics={"passed": [mean(), stderr()], "reward": [mean()], "process": [mean()]})
-def verifier() -> Scorer:
+def verifier(integrity: Integrity = "auto") -> Scorer:
     """Score = {passed (1 only for full success), reward (the task's), process (milestone
-    fraction, else = passed)}; the explanation carries the capped test output."""
+    fraction, else = passed)}; the explanation carries the capped test output, the metadata the
+    integrity report (`integrity`: auto = strict for tasks that declare `allow_changes`)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         task = task_from_metadata(state.metadata)
-        result = await verify(task)
+        result = await verify(task, integrity=state.metadata.get("integrity_policy") or integrity)
         return Score(
             value=result.score_value(),
             answer="passed" if result.passed else "failed",
@@ -28,6 +29,7 @@ def verifier() -> Scorer:
                 "returncode": result.returncode,
                 "verifier_duration_sec": result.duration_sec,
                 "task_digest": task.digest,
+                "integrity": result.integrity.model_dump() if result.integrity else None,
             },
         )
 

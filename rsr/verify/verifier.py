@@ -8,26 +8,34 @@ clear explanation, never an exception.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import math
 import tarfile
 import time
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from rsr.tasks.load import TESTS_MOUNT, VERIFIER_LOG_DIR, LoadedTask
 from rsr.tasks.models import expand_env
+from rsr.verify.reward import RewardError, read_reward
 
 OUTPUT_CAP = 8_000
 TESTS_ARCHIVE = "/tmp/.rsr-tests.tar"
 
 
-def tests_archive(task: LoadedTask) -> bytes:
-    """The verifier's files as a tar archive with absolute container paths (modes kept)."""
+def tests_archive(task: LoadedTask, with_dirs: bool = False) -> bytes:
+    """The verifier's files as a tar archive with absolute container paths (modes kept);
+    `with_dirs` adds /tests and a world-writable /logs/verifier."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
+        if with_dirs:
+            for directory, mode in ((TESTS_MOUNT, 0o755), ("/logs", 0o755), (VERIFIER_LOG_DIR, 0o777)):
+                info = tarfile.TarInfo(directory.lstrip("/"))
+                info.type, info.mode, info.mtime = tarfile.DIRTYPE, mode, int(time.time())
+                tar.addfile(info)
         for container_path, host_path in sorted(task.test_files().items()):
             info = tar.gettarinfo(str(host_path), arcname=container_path.lstrip("/"))
             info.uid = info.gid = 0
@@ -40,6 +48,29 @@ def tests_archive(task: LoadedTask) -> bytes:
     return buf.getvalue()
 
 
+Integrity = Literal["auto", "strict", "warn"]
+
+
+class IntegrityReport(BaseModel):
+    """What the verifier checked about the agent's influence on the verdict."""
+
+    mode: Literal["strict", "warn"]
+    """strict: a suspicious change, a surviving process or a pass with a failing test.sh fails
+    the sample; warn (Harbor tasks that do not declare `allow_changes`): they are reported."""
+    isolation: Literal["snapshot", "fresh", "live", "in-place"]
+    """snapshot: a new container from the agent's filesystem in the agent's network namespace;
+    fresh: the same with a network of its own; live: the agent's container (its processes
+    alive); in-place: a sandbox without engine access (no audit, tests run by exec)."""
+    verdict: Literal["clean", "warning", "tampered", "unchecked"] = "clean"
+    paths: list[str] = Field(default_factory=list)
+    """Suspicious filesystem changes, 'path: why'."""
+    allowed: list[str] = Field(default_factory=list)
+    survivors: list[str] = Field(default_factory=list)
+    """Processes that outlived the tests in the verification container."""
+    notes: list[str] = Field(default_factory=list)
+    audit_sec: float | None = None
+
+
 class VerifierResult(BaseModel):
     passed: bool
     reward: float
@@ -50,6 +81,7 @@ class VerifierResult(BaseModel):
     error: str | None = None
     returncode: int | None = None
     duration_sec: float | None = None
+    integrity: IntegrityReport | None = None
 
     def score_value(self) -> dict[str, float]:
         return {"passed": 1.0 if self.passed else 0.0, "reward": self.reward, "process": self.process}
@@ -86,13 +118,16 @@ def total_reward(metrics: dict[str, float]) -> float:
     return min(metrics.values())
 
 
-def outcome(reward: float, milestones: dict[str, float]) -> tuple[bool, float]:
+def outcome_of(reward: float, milestones: dict[str, float]) -> tuple[bool, float]:
     """(passed, process): passed only for full success; process is the fraction of milestones
     passed, or equals passed for a task without milestones. Reports recompute scores with this."""
     passed = reward >= 1.0 - 1e-9
     if milestones:
         return passed, sum(min(max(v, 0.0), 1.0) for v in milestones.values()) / len(milestones)
     return passed, 1.0 if passed else 0.0
+
+
+outcome = outcome_of
 
 
 def parse_reward(
@@ -134,73 +169,309 @@ def parse_reward(
     return reward, milestones, metrics
 
 
-async def verify(task: LoadedTask, sbx: SandboxLike | None = None) -> VerifierResult:
-    """Copy tests/ to /tests, run the verifier with its timeout and env, read the reward.
+async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity: Integrity = "auto",
+                 isolation: Literal["snapshot", "fresh", "live"] | None = None, final: bool = True) -> VerifierResult:
+    """Run the task's hidden tests against the agent's work and read the reward.
+
+    On a Docker-backed sandbox (ours or Inspect's compose one) the tests run in a verification
+    container made from the agent's final filesystem (`rsr.verify.snapshot`), or with
+    `isolation = "live"` in the agent's container itself; either way the tests go in and the
+    reward comes out through the engine, and the integrity audit (`rsr.verify.integrity`)
+    judges the agent's filesystem changes. Other sandboxes get the plain in-place run.
 
     A sandbox that fails underneath the tests (its container killed, an exec refused) is a
     failed result with the reason, never an exception that would stop the whole eval.
+    `final=False` (RSRT's mid-run checks): the agent goes on afterwards, so its sandbox's
+    storage watchdog keeps running.
     """
     started = time.monotonic()
+    mode = strictness(task, integrity)
+    chosen = isolation or task.config.verifier.isolation
+
+    def stopped() -> IntegrityReport:
+        return IntegrityReport(mode=mode, isolation=chosen, verdict="unchecked",
+                               notes=["no verdict: the sample ended before its tests could run"])
+
     try:
-        return await _verify(task, sbx, started)
+        if sbx is None:
+            from inspect_ai.util import sandbox as current_sandbox
+
+            sbx = current_sandbox()
+        storage = getattr(getattr(sbx, "_sandbox", sbx), "storage_exceeded", None)
+        if storage:
+            return _failed("storage_exceeded", f"the sample was stopped: {storage}", started, integrity=stopped())
+        inner = getattr(sbx, "_sandbox", sbx)
+        if final and hasattr(inner, "pause_watchdog"):
+            # From here the verifier checks storage itself; a kill mid-verification would only
+            # turn the verdict into a sandbox error.
+            inner.pause_watchdog()
+        container = await container_of(sbx)
+        if container is None:
+            return await _verify_in_place(task, sbx, started, mode)
+        return await _verify_engine(task, sbx, container, started, mode, chosen)
     except Exception as e:  # noqa: BLE001 - cancellation is a BaseException and still propagates
-        return VerifierResult(passed=False, reward=0.0, process=0.0, error="sandbox_error",
-                              explanation=f"the sandbox failed during verification: {type(e).__name__}: {e}",
-                              duration_sec=time.monotonic() - started)
+        storage = getattr(getattr(sbx, "_sandbox", sbx), "storage_exceeded", None)
+        if storage:
+            return _failed("storage_exceeded", f"the sample was stopped: {storage}", started, integrity=stopped())
+        return _failed("sandbox_error", f"the sandbox failed during verification: {type(e).__name__}: {e}", started,
+                       integrity=stopped())
 
 
-async def _verify(task: LoadedTask, sbx: SandboxLike | None, started: float) -> VerifierResult:
-    if sbx is None:
-        from inspect_ai.util import sandbox as current_sandbox
+def strictness(task: LoadedTask, integrity: Integrity) -> Literal["strict", "warn"]:
+    """auto: strict for tasks that declare `[verifier] allow_changes` (they know the audit),
+    a warning for Harbor tasks that do not."""
+    if integrity == "auto":
+        return "strict" if task.config.verifier.allow_changes is not None else "warn"
+    return integrity
 
-        sbx = current_sandbox()
+
+def _failed(error: str, explanation: str, started: float, **extra: Any) -> VerifierResult:
+    return VerifierResult(passed=False, reward=0.0, process=0.0, error=error, explanation=explanation,
+                          duration_sec=time.monotonic() - started, **extra)
+
+
+async def container_of(sbx: Any) -> str | None:
+    """The engine container behind a sandbox, when there is one."""
+    # Inspect hands out its sandboxes wrapped in an event-logging proxy.
+    sbx = getattr(sbx, "_sandbox", sbx)
+    container = getattr(sbx, "container", None)
+    if isinstance(container, str) and container:
+        return container
+    try:
+        from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
+    except ImportError:  # pragma: no cover - Inspect without its docker provider
+        return None
+    if isinstance(sbx, DockerSandboxEnvironment):
+        connection = await sbx.connection()
+        return connection.container
+    return None
+
+
+async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: float,
+                         mode: Literal["strict", "warn"],
+                         isolation: Literal["snapshot", "fresh", "live"]) -> VerifierResult:
+    from rsr.sandbox import engine
+    from rsr.verify import integrity, snapshot
+
+    report = IntegrityReport(mode=mode, isolation=isolation)
+    allow = task.config.verifier.allow_changes or []
+    limit_mb = task.config.environment.storage_mb
+    if limit_mb:
+        # The watchdog polls; a burst written just before the agent ended is caught here.
+        used = await asyncio.to_thread(engine.writable_bytes, container)
+        if used > limit_mb * 1024 * 1024:
+            return _failed("storage_exceeded", f"the sandbox wrote {used / 2**20:.0f} MB, above the task's "
+                           f"storage limit of {limit_mb} MB", started, integrity=report)
+
+    async def run_audit() -> integrity.AuditReport:
+        t0 = time.monotonic()
+        info = await asyncio.to_thread(engine.api().inspect_container, container)
+        path_env = next((e.split("=", 1)[1] for e in info["Config"].get("Env") or [] if e.startswith("PATH=")), None)
+        sites = await asyncio.to_thread(integrity.python_site_dirs, container)
+        stdlib = await asyncio.to_thread(integrity.python_stdlib_dirs, container)
+        workdir = task.workdir or info["Config"].get("WorkingDir") or "/"
+        found = await asyncio.to_thread(integrity.audit, container, allow, path_env, sites, workdir, stdlib)
+        report.audit_sec = time.monotonic() - t0
+        return found
 
     cfg = task.config.verifier
-    # One archive and one exec instead of a copy per file: sandbox calls dominate verifier time.
+    env = {k: expand_env(v) for k, v in cfg.env.items()}
+    timeout = max(1, int(math.ceil(cfg.timeout_sec)))
+    # Terminal-Bench 1 tasks with a parser are scored from the test run's output, as TB1 did.
+    parser = task.parser_name
+    command = ["/bin/bash", "-c", task.tb1_run_tests_command() if parser else task.test_command()]
+    tb1_files: dict[str, str] = {}
+
+    async def read_tb1_files(where: str) -> None:
+        if parser != "long_cli":
+            return
+        from rsr.verify.tb1_parsers import LONG_CLI_FILES, LONG_CLI_OUTPUT_DIR
+
+        found = await asyncio.to_thread(engine.get_files, where, LONG_CLI_OUTPUT_DIR, list(LONG_CLI_FILES))
+        tb1_files.update({k: v.decode("utf-8", errors="replace") for k, v in found.items() if v is not None})
+
+    async def run_tests() -> tuple[Any, list[str], dict[str, bytes | None] | str]:
+        if isolation == "live":
+            await _install_tests_live(task, container)
+            outcome = await asyncio.to_thread(engine.run_exec, container, command, env=env, user=cfg.user,
+                                              cwd=task.workdir or getattr(getattr(sbx, "_sandbox", sbx),
+                                                                          "working_dir", None),
+                                              timeout=timeout)
+            await read_tb1_files(container)
+            try:
+                files = await asyncio.to_thread(engine.get_files, container, VERIFIER_LOG_DIR,
+                                                ["reward.txt", "reward.json"])
+            except ValueError as e:
+                return outcome, [], str(e)
+            return outcome, [], {f"{k}": v for k, v in files.items()}
+        snap = await asyncio.to_thread(snapshot.create, container, task, isolation == "snapshot")
+        try:
+            outcome = await asyncio.to_thread(engine.run_exec, snap.container, command, env=env, user=cfg.user,
+                                              cwd=task.workdir or snap.working_dir, timeout=timeout)
+            left = await asyncio.to_thread(snapshot.survivors, snap.container)
+            # Nothing may write the reward after this point: stop every process first.
+            await asyncio.to_thread(snapshot.freeze, snap.container)
+            await read_tb1_files(snap.container)
+            try:
+                files = snapshot.read_reward_files(snap.logs_dir)
+            except ValueError as e:
+                return outcome, left, str(e)
+            return outcome, left, files
+        finally:
+            await asyncio.to_thread(snapshot.destroy, snap)
+
+    audit_result, (outcome, left, files) = await asyncio.gather(run_audit(), run_tests())
+    report.paths, report.allowed, report.survivors = audit_result.suspicious, audit_result.allowed, left
+    output = cap_output(outcome.stdout.decode("utf-8", errors="replace")
+                        + (("\n" + outcome.stderr.decode("utf-8", errors="replace")) if outcome.stderr else ""))
+    duration = time.monotonic() - started
+    if outcome.timed_out:
+        return _judged(_failed("verifier_timeout", f"verifier timed out after {timeout}s\n{output}", started,
+                               returncode=outcome.returncode), report, False)
+    if parser:
+        scored = _tb1_result(task, parser, outcome, output, tb1_files, started)
+        return _judged(scored, report, scored.passed)
+    if isinstance(files, str):
+        return _judged(_failed("malformed_reward", f"{files}\n{output}", started, returncode=outcome.returncode),
+                       report, False)
+    txt, js = files.get("reward.txt"), files.get("reward.json")
+    _record_reward_files(txt, js)
+    if txt is None and js is None:
+        why = "test script crashed" if outcome.returncode not in (0, 1) else "no reward file"
+        return _judged(_failed("missing_reward",
+                               f"{why}: {VERIFIER_LOG_DIR}/reward.txt or reward.json was not written "
+                               f"(test.sh exit {outcome.returncode})\n{output}", started,
+                               returncode=outcome.returncode), report, False)
+    try:
+        reading = read_reward(txt, js, milestones=task.config.milestones,
+                              reward_range=tuple(cfg.reward_range or (0.0, 1.0)), strict=mode == "strict")
+    except RewardError as e:
+        return _judged(_failed("malformed_reward", f"{e}\n{output}", started, returncode=outcome.returncode),
+                       report, False)
+    report.notes.extend(reading.warnings)
+    passed, process = outcome_of(reading.reward, reading.milestones)
+    result = VerifierResult(passed=passed, reward=reading.reward, process=process, milestones=reading.milestones,
+                            metrics=reading.metrics, returncode=outcome.returncode, explanation=output,
+                            duration_sec=duration)
+    return _judged(result, report, passed)
+
+
+def _tb1_result(task: LoadedTask, parser: str, outcome: Any, output: str, files: dict[str, str],
+                started: float) -> VerifierResult:
+    """A TB1 task's verdict from its parser (run-tests.sh's exit code and reward files do not count)."""
+    from rsr.verify.tb1_parsers import parse_tb1
+
+    tb1 = task.tb1
+    parsed = parse_tb1(parser, outcome.stdout.decode("utf-8", errors="replace"), files=files,
+                       f2p_mode=tb1.parser_results_f2p if tb1 else None,
+                       p2p_mode=tb1.parser_results_p2p if tb1 else None)
+    if parsed.error:
+        return _failed("tb1_parse_error", f"{parser} parser: {parsed.error}\n{output}", started,
+                       returncode=outcome.returncode)
+    passed, process = outcome_of(parsed.reward, {})
+    summary = ", ".join(f"{t.name}: {t.status}" for t in parsed.tests[:30])
+    # The exit code is TB1's business no more: a pass is what the parser says.
+    return VerifierResult(passed=passed, reward=parsed.reward, process=process, metrics=parsed.metrics,
+                          returncode=0 if passed else outcome.returncode, duration_sec=time.monotonic() - started,
+                          explanation=f"{parser} parser: {'resolved' if parsed.resolved else 'not resolved'}"
+                                      f" ({summary})\n{output}")
+
+
+def _record_reward_files(txt: bytes | None, js: bytes | None) -> None:
+    """The reward files as read host-side, in the transcript (leaderboard validation re-reads them)."""
+    try:
+        from inspect_ai.log import transcript
+    except ImportError:  # pragma: no cover
+        return
+
+    def text(raw: bytes | None) -> str | None:
+        return None if raw is None else raw[:4096].decode("utf-8", errors="replace")
+
+    try:
+        transcript().info({"reward_files": {"reward.txt": text(txt), "reward.json": text(js)}}, source="rsr/verifier")
+    except Exception:  # noqa: BLE001 - outside a sample (RSRT copies, the factory's own calls) there is no transcript
+        pass
+
+
+def _judged(result: VerifierResult, report: IntegrityReport, passed: bool) -> VerifierResult:
+    """Apply the integrity rules to a result (see IntegrityReport.mode)."""
+    problems: list[str] = []
+    if report.paths:
+        problems.append("the agent changed files the tests rely on: " + "; ".join(report.paths[:20]))
+    if report.survivors:
+        # Judged whatever the reading said: a keeper racing the tests' own write may lose once
+        # (a malformed or failing file) and win the next time.
+        problems.append("processes outlived the tests and could have written the reward: "
+                        + "; ".join(report.survivors[:10]))
+    exit_problem = passed and result.returncode not in (0, None)
+    if exit_problem:
+        report.notes.append(f"test.sh exited {result.returncode} but the reward is a pass")
+    if not problems and not exit_problem:
+        report.verdict = "clean"
+        result.integrity = report
+        return result
+    if report.mode == "warn":
+        report.verdict = "warning" if problems or exit_problem else "clean"
+        report.notes.extend(problems)
+        result.integrity = report
+        return result
+    report.verdict = "tampered" if problems else "clean"
+    error = "tampered" if problems else "nonzero_exit"
+    why = problems or [f"test.sh exited {result.returncode} while the reward file says pass"]
+    return result.model_copy(update={
+        "passed": False, "reward": 0.0, "process": 0.0, "error": error, "integrity": report,
+        "explanation": "integrity: " + " | ".join(why) + "\n" + result.explanation})
+
+
+async def _install_tests_live(task: LoadedTask, container: str) -> None:
+    """Live mode: fresh /tests and /logs/verifier in the agent's own container, via the engine."""
+    from rsr.sandbox import engine
+
+    # Removing what the agent may have left at these paths needs a command in the container;
+    # /bin/rm by absolute path (its replacement would show in the audit).
+    await asyncio.to_thread(engine.run_exec, container, ["/bin/rm", "-rf", TESTS_MOUNT, VERIFIER_LOG_DIR],
+                            user="root", timeout=60)
+    archive = tests_archive(task, with_dirs=True)
+    await asyncio.to_thread(engine.put_archive, container, archive)
+
+
+async def _verify_in_place(task: LoadedTask, sbx: SandboxLike, started: float,
+                           mode: Literal["strict", "warn"]) -> VerifierResult:
+    """Sandboxes without engine access (e.g. Kubernetes): tests installed and run by exec."""
+    report = IntegrityReport(mode=mode, isolation="in-place", verdict="unchecked",
+                             notes=["no engine access: no filesystem audit, tests run beside the agent's processes"])
+    cfg = task.config.verifier
     await sbx.write_file(TESTS_ARCHIVE, tests_archive(task))
     setup = (f"rm -rf {TESTS_MOUNT} {VERIFIER_LOG_DIR} && mkdir -p {TESTS_MOUNT} {VERIFIER_LOG_DIR} && "
              f"tar -xf {TESTS_ARCHIVE} -C / && rm -f {TESTS_ARCHIVE} && chmod -R a+rX {TESTS_MOUNT} && "
              f"chmod 777 {VERIFIER_LOG_DIR}")
     prepared = await sbx.exec(["sh", "-c", setup], user="root", timeout=120)
     if not prepared.success:
-        return VerifierResult(passed=False, reward=0.0, process=0.0, error="setup_failed",
-                              explanation=f"could not install the tests: {prepared.stderr.strip()[:500]}",
-                              duration_sec=time.monotonic() - started)
-
+        return _failed("setup_failed", f"could not install the tests: {prepared.stderr.strip()[:500]}", started,
+                       integrity=report)
     env = {k: expand_env(v) for k, v in cfg.env.items()}
     timeout = max(1, int(math.ceil(cfg.timeout_sec)))
     try:
         result = await sbx.exec(["bash", "-c", task.test_command()], env=env, user=cfg.user,
                                 cwd=task.workdir, timeout=timeout, timeout_retry=False)
     except TimeoutError:
-        return VerifierResult(passed=False, reward=0.0, process=0.0,
-                              error="verifier_timeout",
-                              explanation=f"verifier timed out after {timeout}s",
-                              duration_sec=time.monotonic() - started)
+        return _failed("verifier_timeout", f"verifier timed out after {timeout}s", started, integrity=report)
     output = cap_output((result.stdout or "") + (("\n" + result.stderr) if result.stderr else ""))
-    duration = time.monotonic() - started
-
-    reward_text, kind = None, None
-    probe = await sbx.exec(["sh", "-c", f"cd {VERIFIER_LOG_DIR} && if [ -f reward.json ]; then echo json; "
-                                        "cat reward.json; elif [ -f reward.txt ]; then echo txt; cat reward.txt; fi"],
-                           user="root", timeout=60)
-    if probe.success and probe.stdout.strip():
-        kind, _, reward_text = probe.stdout.partition("\n")
-    if reward_text is None or kind is None:
-        why = "test script crashed" if result.returncode not in (0, 1) else "no reward file"
-        return VerifierResult(
-            passed=False, reward=0.0, process=0.0, error="missing_reward", returncode=result.returncode,
-            explanation=f"{why}: {VERIFIER_LOG_DIR}/reward.txt or reward.json was not written "
-                        f"(test.sh exit {result.returncode})\n{output}",
-            duration_sec=duration)
+    files: dict[str, bytes | None] = {}
+    for name in ("reward.txt", "reward.json"):
+        try:
+            files[name] = await sbx.read_file(f"{VERIFIER_LOG_DIR}/{name}", text=False)
+        except FileNotFoundError:
+            files[name] = None
+    if files["reward.txt"] is None and files["reward.json"] is None:
+        return _failed("missing_reward", f"no reward file (test.sh exit {result.returncode})\n{output}", started,
+                       returncode=result.returncode, integrity=report)
     try:
-        reward, milestones, metrics = parse_reward(reward_text, kind, task.config.milestones)
-    except ValueError as e:
-        return VerifierResult(passed=False, reward=0.0, process=0.0, error="malformed_reward",
-                              returncode=result.returncode, explanation=f"{e}\n{output}",
-                              duration_sec=duration)
-
-    passed, process = outcome(reward, milestones)
-    return VerifierResult(passed=passed, reward=reward, process=process, milestones=milestones,
-                          metrics=metrics, returncode=result.returncode, explanation=output,
-                          duration_sec=duration)
+        reading = read_reward(files["reward.txt"], files["reward.json"], milestones=task.config.milestones,
+                              reward_range=tuple(cfg.reward_range or (0.0, 1.0)), strict=mode == "strict")
+    except RewardError as e:
+        return _failed("malformed_reward", f"{e}\n{output}", started, returncode=result.returncode, integrity=report)
+    passed, process = outcome_of(reading.reward, reading.milestones)
+    return VerifierResult(passed=passed, reward=reading.reward, process=process, milestones=reading.milestones,
+                          metrics=reading.metrics, returncode=result.returncode, explanation=output,
+                          duration_sec=time.monotonic() - started, integrity=report)

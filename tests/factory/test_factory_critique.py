@@ -125,7 +125,7 @@ def test_critique_cli_prints_one_json_verdict(tmp_path: Path, capsys: pytest.Cap
                                                    "stage": "deterministic"}
 
 
-def test_critique_cli_runs_the_model_review(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_critique_cli_hands_the_model_critics_verdict_through(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     runbook = tmp_path / "runbook.json"
     runbook.write_text(json.dumps(RUNBOOKS["runbook-hello-grader"]))
     code = main(["factory", "critique", str(CORE / "hello-world"), str(runbook),

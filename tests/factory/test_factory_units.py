@@ -92,6 +92,56 @@ def test_contamination_guard_finds_copied_instructions_and_files(tmp_path: Path)
     assert index.check(load_task(CORE / "hello-world"), "core") == []
 
 
+PARAPHRASE = """\
+Write a script /app/largest.sh, executable, that is invoked as /app/largest.sh DIR N and
+outputs the N biggest regular files located anywhere below DIR (recursively, hidden files and
+directories included). Requirements:
+- Each line holds one file, formatted as <size> TAB <path>, where <size> is the apparent size
+  of the file in bytes (as reported by stat -c %s) and <path> is the path relative to DIR
+  (without a leading ./).
+- Sort by size, largest first; files with the same size are ordered by their relative path in
+  ascending byte order (the way LC_ALL=C sort orders them).
+- Never follow or list symbolic links; do not list directories or other non-regular files.
+- Names of files may contain spaces.
+- When DIR contains fewer than N regular files, print them all. Print nothing else to stdout
+  and exit with status 0.
+There is a sample tree in /srv/data to try it on. The disk here keeps filling up and operators
+want a quick reporting tool.
+"""
+
+
+def _eval_task(root: Path, name: str, instruction: str, test_sh: Path) -> Path:
+    task = root / name
+    (task / "environment").mkdir(parents=True)
+    (task / "tests").mkdir()
+    (task / "instruction.md").write_text(instruction)
+    (task / "task.toml").write_text('version = "1.0"\n')
+    (task / "environment" / "Dockerfile").write_text(f"FROM debian:bookworm-slim\n# {name}\n")
+    (task / "tests" / "test.sh").write_text(test_sh.read_text())
+    (task / "tests" / "check.py").write_text(f"print('checks of {name}')\n")
+    return task
+
+
+def test_contamination_guard_catches_a_paraphrased_instruction_and_ignores_boilerplate(
+        tmp_path: Path) -> None:
+    evals = tmp_path / "evals"
+    generic = CORE / "adaptive-quadrature" / "tests" / "test.sh"  # shared by 14 core tasks
+    _eval_task(evals, "disk-hogs", PARAPHRASE, generic)
+    _eval_task(evals, "unrelated", "Compute the median of the numbers in /data/x.txt and "
+                                   "print it with two decimals.", generic)
+    index = EvalIndex.build(_cfg(tmp_path, f"{{eval_suites: [], eval_paths: [{evals}]}}"))
+    flagged = {}
+    for task_dir in sorted(p for p in CORE.iterdir() if (p / "task.toml").is_file()):
+        reasons = index.check(load_task(task_dir), "core")
+        if reasons:
+            flagged[task_dir.name] = reasons
+    # Only the paraphrased task is refused, by near-duplicate matching (no 8-word run is
+    # shared); the generic test.sh that 14 core tasks and both eval tasks have is no evidence.
+    assert list(flagged) == ["largest-files-report"], flagged
+    assert len(flagged["largest-files-report"]) == 1
+    assert "near-duplicate of evaluation task disk-hogs" in flagged["largest-files-report"][0]
+
+
 FIXTURE = Fixture.model_validate({"rules": [
     {"role": "executor", "task": "hello-*", "metadata": {"index": 1}, "replies": ["one"]},
     {"role": "executor", "contains": "special", "replies": ["two"]},
@@ -126,3 +176,16 @@ def test_export_redacts_api_keys_and_env_secrets_from_dataset_rows(tmp_path: Pat
     written = json.loads(text.splitlines()[0])
     assert "[REDACTED]" in written["messages"][1]["content"]
     assert written["content_hash"] == content_hash(written["messages"]) != row["content_hash"]
+
+
+def test_planner_sees_the_screen_of_a_confirmation_not_its_wording() -> None:
+    from rsr.factory.plan import render_trajectory
+    from rsr.harness import prompts
+
+    screen = "root@ab12cd34ef56:/app# cat hello.txt\nHello, world!\nroot@ab12cd34ef56:/app#"
+    confirm = prompts.render(prompts.CONFIRM, terminal_state=screen).rstrip("\n")
+    reply = json.dumps({"analysis": "a", "plan": "p", "task_complete": True, "commands": []})
+    text = render_trajectory([{"role": "user", "content": "prompt"},
+                              {"role": "assistant", "content": reply},
+                              {"role": "user", "content": confirm}])
+    assert screen in text and "Are you sure" not in text

@@ -30,6 +30,11 @@ def test_board_does_require_five_epochs_for_tb2_and_three_elsewhere() -> None:
     assert board.config.min_epochs("core") == 3 and board.config.min_epochs("lhtb") == 3
 
 
+def test_board_does_require_strict_integrity_and_only_registered_harnesses() -> None:
+    board = load_board(REPO / "leaderboards")
+    assert board.config.integrity == "strict" and board.config.harnesses == []
+
+
 def test_leaderboard_pin_does_print_digest_of_the_suite_on_disk(tmp_path: Path, capsys) -> None:
     from rsr.tasks.load import load_task
 

@@ -140,7 +140,7 @@ def test_leaderboard_cli_does_add_entries_build_page_and_readme(
         assert rc == 0
     forged = _tampered(log_of("null"), tmp_path / "forged.eval", _raise_value)
     assert main(["leaderboard", "add", str(forged), "--model-name", "forged",
-                 "--harness", "x", "--board", str(board)]) == 2
+                 "--harness", "null", "--board", str(board)]) == 2
     entries = {e.model_name: e for e in load_entries(board / "entries")}
     assert sorted(entries) == ["null", "oracle", "scripted"]
     scripted = entries["scripted"].suites["core"]
@@ -180,23 +180,23 @@ def _entry_order(dom: str) -> list[str]:
 
 def test_leaderboard_page_does_render_sorted_rows_in_headless_chromium(
         core_runs, board: Path, tmp_path: Path, chromium: str) -> None:
-    for label in ("null", "oracle", "scripted"):
+    for label, harness in (("null", "null"), ("oracle", "oracle"), ("scripted", "terminus2")):
         assert main(["leaderboard", "add", str(core_runs[label]), "--model-name", label,
-                     "--harness", "h", "--board", str(board)]) == 0
+                     "--harness", harness, "--board", str(board)]) == 0
     site = tmp_path / "site"
     assert main(["leaderboard", "build", "--out", str(site), "--board", str(board),
                  "--no-readme"]) == 0
     page = site / "index.html"
     # The HTML lists entries by id; only the page's script puts them in score order.
-    assert _entry_order(page.read_text()) == ["null-h", "oracle-h", "scripted-h"]
+    assert _entry_order(page.read_text()) == ["null-null", "oracle-oracle", "scripted-terminus2"]
 
     dom = _dump_dom(chromium, page, "", tmp_path / "profile1")
-    assert _entry_order(dom) == ["oracle-h", "scripted-h", "null-h"]
+    assert _entry_order(dom) == ["oracle-oracle", "scripted-terminus2", "null-null"]
     assert 'data-sorted="core-score:desc"' in dom
     assert "100.0% ± 0.0" in dom and "50.0% ± 98.0" in dom
 
     dom = _dump_dom(chromium, page, "#sort=model&dir=asc", tmp_path / "profile2")
-    assert _entry_order(dom) == ["null-h", "oracle-h", "scripted-h"]
+    assert _entry_order(dom) == ["null-null", "oracle-oracle", "scripted-terminus2"]
     assert 'aria-sort="ascending"' in dom
 
 
@@ -256,7 +256,7 @@ def test_leaderboard_entry_does_carry_process_reward_of_a_long_horizon_suite(
     (board / "board.yaml").write_text(yaml.safe_dump({"reference_agents": True, "suites": {
         "lhtb": {"path": str(lhtb_run["suite"])}}}))
     (log,) = lhtb_run["logs"].glob("*.eval")
-    entry = build_entry([validate_log(log, load_board(board))], model_name="m", harness="h")
+    entry = build_entry([validate_log(log, load_board(board))], model_name="m", harness="oracle")
     m = entry.suites["lhtb"].metrics
     assert (m.process, m.mean, m.n_tasks, m.n_runs) == (0.5, 0.0, 1, 3)
 
@@ -282,13 +282,13 @@ def test_leaderboard_page_and_readme_do_show_process_reward_of_a_long_horizon_su
     (board / "board.yaml").write_text(yaml.safe_dump({"reference_agents": True, "suites": {
         "lhtb": {"path": str(lhtb_run["suite"])}}}))
     assert main(["leaderboard", "add", str(lhtb_run["logs"]), "--model-name", "m",
-                 "--harness", "h", "--board", str(board)]) == 0
+                 "--harness", "oracle", "--board", str(board)]) == 0
     site = tmp_path / "site"
     assert main(["leaderboard", "build", "--out", str(site), "--board", str(board)]) == 0
     readme = (board / "README.md").read_text()
     # Every run fails but earns half the milestones: the pass rate alone would say 0.
     assert "| # | model | harness | lhtb score | lhtb pass@3 | lhtb process | submitted |" in readme
-    assert "| 1 | m | h | 0.0% ± 0.0 | 0.0% | 0.50 |" in readme
+    assert "| 1 | m | oracle | 0.0% ± 0.0 | 0.0% | 0.50 |" in readme
     page = (site / "index.html").read_text()
     assert 'data-key="lhtb-process"' in page and "0.50 ± 0.00" in page
 

@@ -224,3 +224,23 @@ async def test_verifier_turns_a_vanished_container_into_a_failed_result(tmp_path
     result = await verify(task, DockerContainerSandbox(cid))
     assert not result.passed and result.error in ("sandbox_error", "setup_failed")
     assert result.explanation
+
+
+def test_tb1_task_is_scored_by_its_parser_not_by_the_exit_code(tmp_path: Path) -> None:
+    from taskfactory import tb1_task
+
+    # run-tests.sh exits 0 whatever pytest said (as many TB1 tasks' scripts do): the summary decides.
+    summary = "printf 'test_app.py::test_{a} PASSED\\ntest_app.py::test_{b} {b_status}\\n" \
+              "===== short test summary info =====\\n{tail}\\n'; exit 0\n"
+    tb1_task(tmp_path, "tb1-resolved", compose=None, yaml_text="instruction: x\nparser_name: pytest\n",
+             run_tests=summary.format(a="one", b="two", b_status="PASSED", tail="PASSED test_app.py::test_one\\n"
+                                      "PASSED test_app.py::test_two\\n===== 2 passed in 0.01s ====="))
+    tb1_task(tmp_path, "tb1-one-failed", compose=None, yaml_text="instruction: x\nparser_name: pytest\n",
+             run_tests=summary.format(a="one", b="two", b_status="FAILED", tail="PASSED test_app.py::test_one\\n"
+                                      "FAILED test_app.py::test_two - assert 1 == 2\\n"
+                                      "===== 1 failed, 1 passed in 0.01s ====="))
+    samples = run(tmp_path, oracle())
+    assert value(samples["tb1-resolved"])["passed"] == 1, score(samples["tb1-resolved"]).explanation
+    failed = score(samples["tb1-one-failed"])
+    assert failed.value["passed"] == 0 and failed.metadata["error"] is None, failed.explanation
+    assert "pytest parser: not resolved" in failed.explanation

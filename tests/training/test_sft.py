@@ -44,6 +44,29 @@ def test_full_sft_overfits_tiny_dataset(full_run: tuple[Path, Any]) -> None:
     assert card.logged_loss[-1][1] < card.logged_loss[0][1]
 
 
+def test_full_sft_holds_out_whole_tasks_and_reports_their_loss(
+        full_run: tuple[Path, Any]) -> None:
+    _, card = full_run
+    assert card.validation_tasks == ["core/count-lines"] and card.validation_rows == 5
+    # Never trained on: the fixture's count-lines rows are absent from the training rows.
+    assert card.rows == 20
+    assert card.validation_loss_start is not None and card.validation_loss_end is not None
+    # The reply format carries over to unseen tasks, so held-out loss falls too, but less.
+    assert card.validation_loss_end < card.validation_loss_start
+    assert card.validation_loss_end > card.train_loss_end
+
+
+def test_validation_tasks_are_chosen_by_task_and_seed_not_by_row(
+        fixture_rows: list[dict[str, Any]]) -> None:
+    from rsr.training.data import TrajectoryRow, validation_tasks
+
+    rows = [TrajectoryRow.model_validate(r) for r in fixture_rows]
+    held = validation_tasks(rows, 0.25, [], seed=0)
+    assert len(held) == 1 and held == validation_tasks(list(reversed(rows)), 0.25, [], seed=0)
+    assert validation_tasks(rows, 0.5, ["core/make-dir"], seed=0) >= {"core/make-dir"}
+    assert validation_tasks(rows, 0.0, [], seed=0) == set()
+
+
 def test_full_sft_writes_run_card_plot_and_loadable_final(full_run: tuple[Path, Any]) -> None:
     run_dir, card = full_run
     saved = json.loads((run_dir / "run_card.json").read_text())
@@ -59,14 +82,16 @@ def test_full_sft_writes_run_card_plot_and_loadable_final(full_run: tuple[Path, 
         assert (final / name).is_file(), name
 
 
-def test_full_sft_counts_long_trajectories_instead_of_truncating(
+def test_full_sft_reports_long_trajectories_instead_of_truncating(
         full_run: tuple[Path, Any]) -> None:
     _, card = full_run
     long = next(d for d in card.datasets if d.name == "long")
     assert (long.rows_read, long.rows_kept, long.rows_split, long.rows_dropped_too_long) == (
-        2, 1, 1, 1)
-    assert long.steps_kept == 1 and long.steps_dropped_too_long == 2 + 3
-    assert card.rows == 24 + 1 and card.rows_dropped_too_long == 1
+        2, 1, 1, 2)
+    assert long.steps_kept == 2 and long.steps_dropped_too_long == 1 + 3
+    assert card.rows == 24 - 5 + 1 and card.rows_dropped_too_long == 2
+    assert [(s["dataset"], s["row"], s["piece"]) for s in card.skipped_too_long] == [
+        ("long", 0, 0), ("long", 1, 0)]
 
 
 def test_saved_checkpoint_reloads_and_generates(full_run: tuple[Path, Any]) -> None:

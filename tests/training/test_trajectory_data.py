@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +84,7 @@ def test_load_dataset_does_read_the_factory_export(
     write_dataset(rows, tmp_path / "dataset", tmp_path / "dataset.jsonl")
     for path in (tmp_path / "dataset", tmp_path / "dataset.jsonl"):
         loaded = load_dataset(DatasetConfig(path=path))
-        assert [r.model_dump(include={"messages"}) for r in loaded.rows] == [
+        assert [r.model_dump(include={"messages"}, exclude_none=True) for r in loaded.rows] == [
             {"messages": r["messages"]} for r in rows]
 
 
@@ -101,28 +100,39 @@ def test_mix_does_apply_weights_deterministically() -> None:
 
 
 def _long_rows(fixture_rows: list[dict[str, Any]]):
-    from rsr.training.data import TrajectoryRow
+    from rsr.training.data import HANDOFF_HEAD, TrajectoryRow
 
-    fits, late, early = (copy.deepcopy(fixture_rows[i]) for i in range(3))
-    late["messages"][4]["content"] += "x" * 3000        # the third reply's prefix is too long
-    early["messages"][0]["content"] += "x" * 3000       # even the first reply's prefix is
-    return [TrajectoryRow.model_validate(r) for r in (fits, late, early)]
+    fits, late, handoff = (copy.deepcopy(fixture_rows[i]) for i in range(3))
+    late["messages"][4]["content"] += "x" * 3000        # too long only near its end
+    # A summarised run: its first context is too long, the one after the hand-off fits.
+    m = handoff["messages"]
+    m[0]["content"] += "x" * 3000
+    m[2] = {"role": "user", "content": f"{HANDOFF_HEAD}\nSummary of the work so far:\nran ls"}
+    for r in (fits, late, handoff):
+        r["execution_id"] = f"{r['task']}#e"
+    return [TrajectoryRow.model_validate(r) for r in (fits, late, handoff)]
 
 
-def test_fit_to_length_split_keeps_steps_whose_prefix_fits(
+def test_fit_to_length_split_splits_at_handoffs_and_never_truncates(
         fixture_rows: list[dict[str, Any]], tiny_tokenizer: Any) -> None:
     rows, stats = fit_to_length(_long_rows(fixture_rows), tiny_tokenizer, load_chat_template(),
-                                600, "split")
-    assert [len(r) for r in rows] == [6, 4]     # whole row; cut after the second reply
-    assert rows[1][-1]["role"] == "assistant"
-    assert json.loads(rows[1][-1]["content"])["analysis"] == "The command ran without errors."
-    assert (stats.rows_kept, stats.rows_split, stats.rows_dropped_too_long) == (2, 1, 1)
-    assert (stats.steps_kept, stats.steps_dropped_too_long) == (5, 1 + 3)
+                                600, "split", dataset="d")
+    # The whole short row, and the context after the hand-off; nothing cut inside a row.
+    assert [len(r) for r in rows] == [6, 4]
+    assert rows[1][0]["content"].startswith("You are continuing a task")
+    assert rows[1] == [m.model_dump(exclude_none=True) for m in
+                       _long_rows(fixture_rows)[2].messages[2:]]
+    assert (stats.rows_kept, stats.rows_split, stats.rows_dropped_too_long) == (2, 1, 2)
+    assert (stats.steps_kept, stats.steps_dropped_too_long) == (3 + 2, 3 + 1)
+    assert [(s["row"], s["piece"], s["pieces"]) for s in stats.skipped] == [(1, 0, 1), (2, 0, 2)]
+    assert all(s["tokens"] > 600 and s["execution_id"] and s["dataset"] == "d"
+               for s in stats.skipped)
 
 
-def test_fit_to_length_drop_drops_whole_trajectories(
+def test_fit_to_length_skip_skips_whole_rows_and_reports_them(
         fixture_rows: list[dict[str, Any]], tiny_tokenizer: Any) -> None:
     rows, stats = fit_to_length(_long_rows(fixture_rows), tiny_tokenizer, load_chat_template(),
-                                600, "drop")
+                                600, "skip")
     assert [len(r) for r in rows] == [6]
     assert (stats.rows_dropped_too_long, stats.steps_dropped_too_long) == (2, 6)
+    assert [s["row"] for s in stats.skipped] == [1, 2]

@@ -1,0 +1,57 @@
+"""Which Inspect sandbox a task's samples get, and its configuration.
+
+Single-container tasks use `rsr-docker` (our Engine-API provider); tasks that bring their own
+compose file (sidecar services) keep Inspect's compose provider, fed by `rsr.sandbox.compose`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from inspect_ai.util import SandboxEnvironmentSpec
+
+from rsr.errors import TaskFormatError
+from rsr.sandbox.compose import image_tag, sandbox_network, write_compose_file
+from rsr.sandbox.docker_api import SANDBOX_NAME, RsrDockerConfig
+from rsr.tasks.load import LoadedTask
+from rsr.tasks.models import expand_env
+
+logger = logging.getLogger(__name__)
+
+
+def uses_compose(task: LoadedTask) -> bool:
+    return task.user_compose_file() is not None and not task.config.environment.docker_image
+
+
+def docker_config(task: LoadedTask, allow_internet: bool | None = None, bridge: bool | None = None) -> RsrDockerConfig:
+    """`allow_internet`: the run's effective policy (default: the task's). Without a bridge on the
+    engine an internet-enabled sample gets no network (never the host's: its loopback services
+    would be exposed), as on the compose path."""
+    env = task.config.environment
+    internet = env.allow_internet if allow_internet is None else allow_internet
+    build_context = None
+    if not env.docker_image:
+        if not (task.build_context() / "Dockerfile").is_file():
+            raise TaskFormatError(task.build_context() / "Dockerfile", None, "missing Dockerfile")
+        build_context = str(task.build_context())
+    return RsrDockerConfig(
+        task=task.name,
+        image=env.docker_image or image_tag(task),
+        build_context=build_context,
+        build_timeout_sec=env.build_timeout_sec,
+        cpus=float(env.cpus),
+        memory_mb=int(env.memory_mb),
+        storage_mb=int(env.storage_mb) if env.storage_mb else None,
+        network=sandbox_network(internet, bridge),  # type: ignore[arg-type]
+        workdir=env.workdir,
+        env={k: expand_env(v) for k, v in env.env.items()},
+        gpus=int(env.gpus or 0),
+    )
+
+
+def sandbox_spec(task: LoadedTask, allow_internet: bool | None = None, bridge: bool | None = None
+                 ) -> SandboxEnvironmentSpec:
+    """The sandbox for one task's samples (see the module docstring)."""
+    if uses_compose(task):
+        return SandboxEnvironmentSpec("docker", write_compose_file(task, allow_internet=allow_internet, bridge=bridge))
+    return SandboxEnvironmentSpec(SANDBOX_NAME, docker_config(task, allow_internet, bridge))

@@ -1,0 +1,179 @@
+"""A verification container: the agent's final filesystem, none of its processes.
+
+The agent's container is committed to a throwaway image and a fresh container is started from
+it. It joins the agent container's network namespace, so servers the agent left running stay
+reachable on localhost, but it has its own PID and mount namespaces: no agent process can see
+or touch the tests. `/tests` and `/logs/verifier` are per-sample host directories
+that rsr creates, so test files go in and the reward comes out without any command of the
+container's (whose `tar`, `cat` or `sh` the agent may have replaced) and without anything the
+agent left at those paths.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from docker.errors import APIError, NotFound
+
+from rsr.sandbox import engine
+from rsr.tasks.load import TESTS_MOUNT, VERIFIER_LOG_DIR, LoadedTask
+
+KEEPALIVE = ["sleep", "infinity"]
+
+
+@dataclass
+class Snapshot:
+    container: str
+    image: str
+    host_dir: Path
+    working_dir: str
+    path_env: str | None
+
+    @property
+    def tests_dir(self) -> Path:
+        return self.host_dir / "tests"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.host_dir / "verifier"
+
+
+def _scratch_root() -> Path:
+    base = os.environ.get("RSR_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "rsr")
+    root = Path(base) / "verify"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def stage_tests(task: LoadedTask, tests_dir: Path) -> None:
+    """Copy the task's verifier files into the host directory mounted at /tests."""
+    for container_path, host_path in task.test_files().items():
+        rel = Path(container_path).relative_to(TESTS_MOUNT)
+        target = tests_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(host_path, target)
+        mode = 0o755 if (os.access(host_path, os.X_OK) or target.suffix == ".sh") else 0o644
+        target.chmod(mode)
+    for d in [tests_dir, *[p for p in tests_dir.rglob("*") if p.is_dir()]]:
+        d.chmod(0o755)
+
+
+def create(agent_container: str, task: LoadedTask, join_network: bool = True) -> Snapshot:
+    """Commit the agent's container and start a verification container from it; with
+    `join_network=False` it gets a network of its own (none, or the agent's kind of network
+    when the task allows internet) instead of the agent container's namespace."""
+    api = engine.api()
+    source = api.inspect_container(agent_container)
+    tag = f"rsr-verify:{uuid.uuid4().hex[:16]}"
+    # pause=True (the default) freezes the agent's processes while the filesystem is copied.
+    # Labelled with its owner so a crashed run's snapshot images are found and removed later.
+    image = api.commit(agent_container, repository=tag.split(":")[0], tag=tag.split(":")[1],
+                       conf={"Labels": {**(source["Config"].get("Labels") or {}), engine.LABEL_SANDBOX: "rsr-verify",
+                                        engine.LABEL_OWNER: str(os.getpid())}})["Id"]
+    host_dir = Path(tempfile.mkdtemp(prefix="sample-", dir=_scratch_root()))
+    tests_dir, logs_dir = host_dir / "tests", host_dir / "verifier"
+    tests_dir.mkdir()
+    logs_dir.mkdir()
+    logs_dir.chmod(0o777)
+    host_dir.chmod(0o755)
+    stage_tests(task, tests_dir)
+    limits = source["HostConfig"]
+    config = source["Config"]
+    env = [e for e in (config.get("Env") or [])]
+    path_env = next((e.split("=", 1)[1] for e in env if e.startswith("PATH=")), None)
+    labels = dict(config.get("Labels") or {})
+    labels.update({engine.LABEL_SANDBOX: "rsr-verify", engine.LABEL_OWNER: str(os.getpid()),
+                   engine.LABEL_ROLE: "verifier"})
+    host: dict[str, Any] = {
+        "network_mode": f"container:{agent_container}" if join_network else _own_network(limits),
+        "nano_cpus": limits.get("NanoCpus") or None,
+        "mem_limit": limits.get("Memory") or None,
+        "memswap_limit": limits.get("MemorySwap") or None,
+        "pids_limit": limits.get("PidsLimit") or None,
+        "binds": {str(tests_dir): {"bind": TESTS_MOUNT, "mode": "rw"},
+                  str(logs_dir): {"bind": VERIFIER_LOG_DIR, "mode": "rw"}},
+        "device_requests": limits.get("DeviceRequests") or None,
+    }
+    try:
+        created = api.create_container(
+            image, command=KEEPALIVE, entrypoint=[], working_dir=config.get("WorkingDir") or None,
+            environment=env, labels=labels, stop_signal="SIGKILL",
+            host_config=api.create_host_config(**{k: v for k, v in host.items() if v is not None}))
+        container = created["Id"]
+        api.start(container)
+    except Exception:
+        _remove_image(image)
+        shutil.rmtree(host_dir, ignore_errors=True)
+        raise
+    return Snapshot(container=container, image=image, host_dir=host_dir,
+                    working_dir=config.get("WorkingDir") or "/", path_env=path_env)
+
+
+def _own_network(agent_host_config: dict[str, Any]) -> str:
+    mode = agent_host_config.get("NetworkMode") or "none"
+    return "none" if mode.startswith("container:") else mode
+
+
+def survivors(container: str) -> list[str]:
+    """Commands still running in the container besides its keep-alive PID 1 (host-side `top`)."""
+    api = engine.api()
+    try:
+        init_pid = str(api.inspect_container(container)["State"]["Pid"])
+        top = api.top(container, ps_args="-eo pid,args")
+    except (APIError, NotFound):
+        return []
+    titles = [t.upper() for t in top.get("Titles", [])]
+    pid_col = titles.index("PID") if "PID" in titles else 0
+    args_col = titles.index("ARGS") if "ARGS" in titles else len(titles) - 1
+    return [" ".join(row[args_col:]) for row in top.get("Processes") or [] if row[pid_col] != init_pid]
+
+
+def freeze(container: str) -> None:
+    """Stop every process of the container at once (the reward is read after this)."""
+    try:
+        engine.api().kill(container)
+    except (APIError, NotFound):
+        pass
+
+
+def destroy(snapshot: Snapshot) -> None:
+    engine.remove_container(snapshot.container)
+    _remove_image(snapshot.image)
+    shutil.rmtree(snapshot.host_dir, ignore_errors=True)
+
+
+def _remove_image(image: str) -> None:
+    try:
+        engine.api().remove_image(image, force=True, noprune=False)
+    except (APIError, NotFound):
+        pass
+
+
+def read_reward_files(logs_dir: Path) -> dict[str, bytes | None]:
+    """reward.txt / reward.json from the host directory, refusing anything but regular files."""
+    found: dict[str, bytes | None] = {}
+    for name in ("reward.txt", "reward.json"):
+        path = logs_dir / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        except FileNotFoundError:
+            found[name] = None
+            continue
+        except OSError as e:
+            raise ValueError(f"{VERIFIER_LOG_DIR}/{name} is not a regular file ({e.strerror})") from e
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ValueError(f"{VERIFIER_LOG_DIR}/{name} is not a regular file")
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                found[name] = f.read(1 << 20)
+        finally:
+            os.close(fd)
+    return found

@@ -1,0 +1,351 @@
+"""Differential test against Harbor 0.26, the reference runner: the same tasks, Harbor's oracle and
+ours, compared per task on the reward and on what a probe sees inside the sandbox (user, working
+directory, environment variables, mounts, visible hidden files, CPU and memory limits, network).
+
+Harbor runs on a copy of each task with the workaround of `../shared/notes/harbor-here.md`: this
+engine has no bridge network, so Harbor's copy gets `allow_internet = true` and host networking
+(builds included). The network is therefore the one probe field expected to differ (rsr: loopback
+only, Harbor: the host's interfaces); nothing in these tasks uses it. Every other difference must be
+listed in KNOWN_DIFFERENCES with its reason, or the test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from harbor_ref import harbor_home
+from inspect_ai import eval as inspect_eval
+from taskfactory import PONG_SERVER, harbor_task
+
+from rsr.harness.oracle import oracle
+from rsr.suites.inspect_tasks import tasks_task
+
+pytestmark = pytest.mark.docker
+
+REPO = Path(__file__).resolve().parents[2]
+CORE_TASKS = ("hello-world", "ini-to-json")
+
+PROBE_FN = r"""
+rsr_probe() {
+  echo "RSR-PROBE-BEGIN $1"
+  echo "user=$(id -un):$(id -u)"
+  echo "pwd=$(pwd)"
+  echo "net=$(ls /sys/class/net | sort | tr '\n' ' ')"
+  if [ -f /sys/fs/cgroup/cpu.max ]; then echo "cpu=$(cat /sys/fs/cgroup/cpu.max)";
+  else echo "cpu=$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"; fi
+  if [ -f /sys/fs/cgroup/memory.max ]; then echo "mem=$(cat /sys/fs/cgroup/memory.max)";
+  else echo "mem=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes)"; fi
+  echo "mounts=$(awk '$2 ~ "^/(app|logs|tests|solution)" {print $2}' /proc/mounts | sort | tr '\n' ' ')"
+  echo "tests=$(ls -A /tests 2>/dev/null | sort | tr '\n' ' ')"
+  echo "solution=$(ls -A /solution 2>/dev/null | sort | tr '\n' ' ')"
+  echo "logs=$(ls -A /logs 2>/dev/null | sort | tr '\n' ' ')"
+  env | sort | grep -E '^(PATH|HOME|TEST_DIR|PROBE_[A-Z_]+)=' | sed 's/^/env./'
+  echo "RSR-PROBE-END $1"
+}
+"""
+
+PROBE_TOML = """
+schema_version = "1.1"
+[task]
+name = "parity/{name}"
+[verifier]
+timeout_sec = 60
+[verifier.env]
+PROBE_VERIFIER = "from-verifier"
+[agent]
+timeout_sec = 120
+{agent_user}
+[environment]
+cpus = 1
+memory_mb = 512
+allow_internet = false
+workdir = "/app"
+[environment.env]
+PROBE_TASK = "from-task"
+PROBE_DEFAULTED = "${{RSR_PARITY_UNSET:-fallback}}"
+[solution.env]
+PROBE_SOLUTION = "from-solution"
+"""
+
+SIDECAR_COMPOSE = f"""
+services:
+  main:
+    image: ${{MAIN_IMAGE_NAME}}
+    depends_on: [cache]
+    environment:
+      PROBE_CACHE: cache
+    deploy:
+      resources:
+        limits:
+          cpus: ${{CPUS}}
+          memory: ${{MEMORY}}
+  cache:
+    image: ${{MAIN_IMAGE_NAME}}
+    command: ["sh", "-c", {json.dumps(PONG_SERVER.replace("8080", "18080"))}]
+"""
+
+KNOWN_DIFFERENCES: dict[str, str] = {
+    "net": "Harbor's copy runs with host networking on this engine (no bridge); rsr's sandbox has only lo",
+    "verifier.solution": "rsr's oracle removes /solution once solve.sh is done; Harbor's leaves it for the "
+                         "verifier (only oracle runs ever have it)",
+    "verifier.mounts": "rsr verifies in a snapshot of the agent's container where /tests and /logs/verifier are "
+                       "per-sample host directories the verifier mounts (README: Verifier); Harbor copies the "
+                       "tests into the agent's own container",
+}
+
+
+def _solve(extra: str = "") -> str:
+    return PROBE_FN + "rsr_probe agent > /tmp/agent-probe.txt\n" + extra
+
+
+def _test(reward: str = "echo 1 > /logs/verifier/reward.txt", extra: str = "") -> str:
+    return (PROBE_FN + "cat /tmp/agent-probe.txt\nrsr_probe verifier\n" + extra + "mkdir -p /logs/verifier\n"
+            + reward + "\n")
+
+
+def synthetic_tasks(root: Path) -> list[str]:
+    harbor_task(root, "probe", toml=PROBE_TOML.format(name="probe", agent_user=""), solve_sh=_solve(),
+                test_sh=_test())
+    harbor_task(root, "probe-user", toml=PROBE_TOML.format(name="probe-user", agent_user='user = "nobody"'),
+                solve_sh=_solve(), test_sh=_test())
+    ask = "exec 3<>/dev/tcp/cache/18080 && head -1 <&3 > /tmp/pong || true\n"
+    harbor_task(root, "sidecar", toml=PROBE_TOML.format(name="sidecar", agent_user=""),
+                solve_sh=_solve("sleep 1\n" + ask),
+                test_sh=_test(reward="if grep -qx pong /tmp/pong; then echo 1; else echo 0; fi "
+                                     "> /logs/verifier/reward.txt"),
+                extra={"environment/docker-compose.yaml": SIDECAR_COMPOSE})
+    milestones = PROBE_TOML.format(name="milestones", agent_user="").replace(
+        "[verifier]", "[metadata]\nmilestones = [\"milestone_write\", \"milestone_sort\"]\n[verifier]")
+    harbor_task(root, "milestones", toml=milestones, solve_sh=_solve("echo b a > /app/words\n"),
+                test_sh=_test(reward=(
+                    'w=$(grep -c . /app/words 2>/dev/null || echo 0); s=0; [ "$(cat /app/words)" = "a b" ] && s=1; '
+                    'echo "{\\"reward\\": $s, \\"milestone_write\\": $([ $w -gt 0 ] && echo 1 || echo 0), '
+                    '\\"milestone_sort\\": $s}" > /logs/verifier/reward.json')))
+    # Ready only on the third try: the agent must start after the healthcheck passed, not before.
+    healthy = PROBE_TOML.format(name="healthcheck", agent_user="") + (
+        '[environment.healthcheck]\ncommand = "n=$(cat /tmp/hc 2>/dev/null || echo 0); echo $((n+1)) > /tmp/hc; '
+        '[ $n -ge 2 ]"\ninterval_sec = 0.2\nretries = 5\n')
+    harbor_task(root, "healthcheck", toml=healthy, solve_sh=_solve("cp /tmp/hc /app/hc-at-start\n"),
+                test_sh=_test(reward='if [ "$(cat /app/hc-at-start)" = 3 ]; then echo 1; else echo 0; fi '
+                                     '> /logs/verifier/reward.txt'))
+    return ["probe", "probe-user", "sidecar", "milestones", "healthcheck"]
+
+
+SIMPLE_TOML = """
+schema_version = "1.4"
+{top}
+[task]
+name = "parity/{name}"
+[verifier]
+timeout_sec = 60
+{verifier}
+[environment]
+cpus = 1
+memory_mb = 512
+allow_internet = false
+workdir = "/app"
+"""
+
+
+def unsupported_tasks(root: Path) -> dict[str, str]:
+    """Tasks using Harbor features rsr does not run yet: Harbor must pass them, rsr must differ, and
+    lint must say so. When rsr learns a feature, its task moves to the agreeing set."""
+    # The tests pass only in a fresh container: the agent's file must not be there.
+    harbor_task(root, "separate-verifier",
+                toml=SIMPLE_TOML.format(name="separate-verifier", top="", verifier='environment_mode = "separate"'),
+                solve_sh="echo done > /app/out.txt\n",
+                test_sh="if [ -e /app/out.txt ]; then echo 0; else echo 1; fi > /logs/verifier/reward.txt\n")
+    steps = '[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n'
+    toml = SIMPLE_TOML.format(name="two-steps", top='multi_step_reward_strategy = "final"', verifier="") + steps
+    d = harbor_task(root, "two-steps", toml=toml,
+                    test_sh="if [ -e /app/one ] && [ -e /app/two ]; then echo 1; else echo 0; fi "
+                            "> /logs/verifier/reward.txt\n",
+                    extra={"steps/one/instruction.md": "Create /app/one.\n",
+                           "steps/one/solution/solve.sh": "touch /app/one\n",
+                           "steps/two/instruction.md": "Create /app/two.\n",
+                           "steps/two/solution/solve.sh": "touch /app/two\n"})
+    shutil.rmtree(d / "solution")
+    (d / "instruction.md").unlink()
+    return {"separate-verifier": "environment_mode = 'separate'", "two-steps": "[[steps]]"}
+
+
+def harbor_copy(task_dir: Path, dest: Path) -> Path:
+    """The harbor-here.md workaround: internet on (Harbor refuses no-network here) and host
+    networking for every service and for the build."""
+    copy = dest / task_dir.name
+    shutil.copytree(task_dir, copy)
+    toml_path = copy / "task.toml"
+    text = toml_path.read_text()
+    text = re.sub(r"(?m)^allow_internet\s*=.*$", "allow_internet = true", text)
+    if "allow_internet" not in text:
+        text = text.replace("[environment]", "[environment]\nallow_internet = true", 1)
+    toml_path.write_text(text)
+    compose_path = copy / "environment" / "docker-compose.yaml"
+    doc = yaml.safe_load(compose_path.read_text()) if compose_path.is_file() else {"services": {}}
+    services = doc["services"]
+    main = services.setdefault("main", {})
+    main["build"] = {**(main.get("build") or {}), "network": "host"}
+    others = [n for n in services if n != "main"]
+    for name, svc in services.items():
+        svc["network_mode"] = "host"
+        svc.pop("networks", None)
+        if name == "main" and others:
+            # Host networking has no service DNS; rsr resolves service names to loopback the same way.
+            svc["extra_hosts"] = [f"{n}:127.0.0.1" for n in others]
+    compose_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return copy
+
+
+def parse_probes(output: str) -> dict[str, dict[str, str]]:
+    probes: dict[str, dict[str, str]] = {}
+    for m in re.finditer(r"RSR-PROBE-BEGIN (\w+)\n(.*?)RSR-PROBE-END \1", output, re.S):
+        fields = {}
+        for line in m.group(2).splitlines():
+            key, _, value = line.partition("=")
+            fields[key] = value.strip()
+        probes[m.group(1)] = fields
+    return probes
+
+
+def start_harbor(tasks: list[Path], workdir: Path) -> subprocess.Popen[str]:
+    dataset = workdir / "harbor-tasks"
+    dataset.mkdir()
+    for t in tasks:
+        harbor_copy(t, dataset)
+    return subprocess.Popen([str(harbor_home() / "bin" / "harbor"), "run", "-p", str(dataset), "--agent", "oracle",
+                             "-n", "4", "-o", str(workdir / "harbor-jobs"), "-y", "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(workdir),
+                                 "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+
+
+def harbor_results(proc: subprocess.Popen[str], workdir: Path) -> dict[str, dict[str, Any]]:
+    output, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, output[-5000:]
+    out: dict[str, dict[str, Any]] = {}
+    for result in (workdir / "harbor-jobs").glob("*/*/result.json"):
+        data = json.loads(result.read_text())
+        stdout = result.parent / "verifier" / "test-stdout.txt"
+        out[data["task_name"].split("/")[-1]] = {
+            "rewards": (data.get("verifier_result") or {}).get("rewards"),
+            "probes": parse_probes(stdout.read_text() if stdout.is_file() else ""),
+            "exception": (result.parent / "exception.txt").read_text()[-2000:]
+            if (result.parent / "exception.txt").is_file() else None,
+        }
+    return out
+
+
+def run_rsr(root: Path, workdir: Path) -> dict[str, dict[str, Any]]:
+    logs = inspect_eval(tasks_task("harbor", root, None, None), solver=oracle(), model="mockllm/model",
+                        display="none", log_dir=str(workdir / "rsr-logs"), max_sandboxes=4)
+    assert logs[0].status == "success", logs[0].error
+    out = {}
+    for s in logs[0].samples or []:
+        score = s.scores["verifier"]
+        metrics = dict((score.metadata or {}).get("metrics") or {})
+        out[str(s.id)] = {"rewards": metrics, "probes": parse_probes(score.explanation or ""),
+                          "error": (score.metadata or {}).get("error")}
+    return out
+
+
+def compare(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
+    """Field-level differences of one task (known ones excluded)."""
+    diffs = []
+    if ours["rewards"] != theirs["rewards"]:
+        diffs.append(f"rewards: rsr {ours['rewards']} vs Harbor {theirs['rewards']}")
+    if not ours["probes"] and not theirs["probes"]:
+        return diffs  # a task without the probe (the core tasks): rewards only
+    for phase in ("agent", "verifier"):
+        a, b = ours["probes"].get(phase), theirs["probes"].get(phase)
+        if a is None or b is None:
+            diffs.append(f"{phase} probe missing: rsr {a is not None}, Harbor {b is not None}")
+            continue
+        for key in sorted(set(a) | set(b)):
+            if key in KNOWN_DIFFERENCES or f"{phase}.{key}" in KNOWN_DIFFERENCES or a.get(key) == b.get(key):
+                continue
+            diffs.append(f"{phase}.{key}: rsr {a.get(key)!r} vs Harbor {b.get(key)!r}")
+    return diffs
+
+
+@pytest.fixture(scope="module")
+def parity(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    home = harbor_home()
+    assert (home / "bin" / "harbor").is_file()
+    work = tmp_path_factory.mktemp("parity")
+    root = work / "tasks"
+    root.mkdir()
+    names = synthetic_tasks(root)
+    for name in CORE_TASKS:
+        shutil.copytree(REPO / "tasks" / "core" / name, root / name)
+        names.append(name)
+    unsupported = unsupported_tasks(root)
+    # Both runners at once: they share nothing but the Docker engine (and its build cache).
+    harbor = start_harbor([root / n for n in [*names, *unsupported]], work)
+    try:
+        ours = run_rsr(root, work)
+    finally:
+        theirs = harbor_results(harbor, work)
+    return {"names": names, "unsupported": unsupported, "ours": ours, "theirs": theirs, "root": root}
+
+
+def test_harbor_and_rsr_oracles_agree_on_every_task(parity: dict[str, Any], capsys: pytest.CaptureFixture) -> None:
+    table = []
+    failures = []
+    for name in parity["names"]:
+        ours, theirs = parity["ours"].get(name), parity["theirs"].get(name)
+        assert ours is not None and theirs is not None, f"{name}: rsr {ours is not None}, Harbor {theirs is not None}"
+        assert theirs["exception"] is None, f"{name}: Harbor failed: {theirs['exception']}"
+        diffs = compare(ours, theirs)
+        table.append(f"{name:<14} reward rsr={ours['rewards']} harbor={theirs['rewards']} "
+                     f"{'same' if not diffs else '; '.join(diffs)}")
+        failures += [f"{name}: {d}" for d in diffs]
+    with capsys.disabled():
+        print("\n" + "\n".join(table))
+    assert not failures, "\n".join(failures)
+
+
+def test_probe_sees_what_the_task_asked_for(parity: dict[str, Any]) -> None:
+    # Not only equal to Harbor: equal to the task's own settings.
+    agent = parity["ours"]["probe"]["probes"]["agent"]
+    verifier = parity["ours"]["probe"]["probes"]["verifier"]
+    assert agent["pwd"] == "/app" and agent["user"].startswith("root:")
+    assert agent["env.PROBE_TASK"] == "from-task" and agent["env.PROBE_SOLUTION"] == "from-solution"
+    assert agent["env.PROBE_DEFAULTED"] == "fallback"
+    assert verifier["env.PROBE_VERIFIER"] == "from-verifier" and "env.PROBE_SOLUTION" not in verifier
+    assert agent["tests"] == "" and verifier["solution"] in ("", "solve.sh")
+    assert agent["mem"] == str(512 * 1024 * 1024) and agent["net"] == "lo"
+    assert parity["ours"]["probe-user"]["probes"]["agent"]["user"].startswith("nobody:")
+    assert parity["ours"]["sidecar"]["rewards"] == {"reward": 1.0}
+    assert parity["ours"]["milestones"]["rewards"] == {"reward": 0.0, "milestone_write": 1.0, "milestone_sort": 0.0}
+
+
+def test_lint_reports_no_harbor_difference_for_these_tasks(parity: dict[str, Any]) -> None:
+    # Every feature these tasks use is supported, so lint must promise parity for each of them.
+    from rsr.sandbox.compose import compose_differences
+    from rsr.tasks.load import load_task
+
+    for name in parity["names"]:
+        task = load_task(parity["root"] / name)
+        assert task.harbor_differences() + compose_differences(task) == [], name
+
+
+def test_lint_predicts_where_rsr_still_differs_from_harbor(parity: dict[str, Any],
+                                                           capsys: pytest.CaptureFixture) -> None:
+    from rsr.tasks.load import load_task
+
+    for name, feature in parity["unsupported"].items():
+        theirs, ours = parity["theirs"][name], parity["ours"][name]
+        with capsys.disabled():
+            print(f"{name:<18} reward rsr={ours['rewards']} harbor={theirs['rewards']} (not yet supported: {feature})")
+        assert theirs["exception"] is None and theirs["rewards"] == {"reward": 1}, (name, theirs)
+        assert ours["rewards"].get("reward") != 1.0, f"{name}: rsr now agrees with Harbor; move it to the agreeing set"
+        task = load_task(parity["root"] / name)
+        assert any(feature in d for d in task.harbor_differences()), name
+        assert not [w for w in task.warnings if "unknown key" in w], task.warnings
