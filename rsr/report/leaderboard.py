@@ -245,6 +245,45 @@ class LogRef(BaseModel):
     solver: str | None
 
 
+class HarnessInterface(BaseModel):
+    """What the model met: whose harness loop, in which words (a sample store's `rsr_harness`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    implementation: str | None = None
+    prompt_pack: str | None = None
+    prompt_pack_sha256: str | None = None
+    parity_mode: bool | None = None
+    fixes: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """How a board names it: an rsr-wording run is never shown as Harbor's Terminus 2."""
+        if self.implementation is None:
+            return "unknown harness interface"
+        words = {"harbor": "Harbor's Terminus 2 wording", "rsr": "rsr wording"}.get(
+            self.prompt_pack or "", f"prompt pack {self.prompt_pack}")
+        mode = "Harbor parity" if self.parity_mode else f"fixes: {', '.join(self.fixes) or '-'}"
+        return f"{self.implementation} implementation, {words}, {mode}"
+
+
+def harness_interface(stores: list[dict[str, Any]]) -> tuple[HarnessInterface | None, list[str]]:
+    """The one interface every sample of a log ran with (problems when samples disagree)."""
+    seen = set()
+    for store in stores:
+        settings = store.get("rsr_harness") or {}
+        if not settings:
+            continue
+        fixes = settings.get("fixes") or ()
+        seen.add(HarnessInterface(
+            implementation=settings.get("harness_implementation"), prompt_pack=settings.get("prompt_pack"),
+            prompt_pack_sha256=settings.get("prompt_pack_sha256"), parity_mode=settings.get("parity_mode"),
+            fixes=tuple(sorted(fixes if isinstance(fixes, list | tuple) else str(fixes).split(",")))))
+    if len(seen) > 1:
+        return None, [f"samples ran with different harness interfaces: {sorted(i.label for i in seen)}"]
+    return (seen.pop() if seen else None), []
+
+
 class ValidatedRun(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -252,6 +291,7 @@ class ValidatedRun(BaseModel):
     suite_digest: str
     log: LogRef
     integrity: IntegritySummary = Field(default_factory=IntegritySummary)
+    interface: HarnessInterface | None = None
 
 
 def _check_sample_scores(sample: Any, events: list[Any], summary: Any | None,
@@ -502,6 +542,7 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
     samples = {(str(s.id), s.epoch): s for s in log.samples or []}
     summaries = {(str(s.id), s.epoch): s for s in read_eval_log_sample_summaries(str(path))}
     log_pairs: set[tuple[str, str]] = set()
+    stores: list[dict[str, Any]] = []
     for (sid, epoch), s in sorted(samples.items()):
         meta = s.metadata or {}
         name = str(meta.get("task_name") or sid)
@@ -516,9 +557,10 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
         if task is not None:
             _check_overrides(sid, epoch, meta, task, problems)
             _check_isolation(sid, epoch, score, task, problems)
-        events = read_eval_log_sample(str(path), id=s.id, epoch=epoch,
-                                      exclude_fields=LIGHT_FIELDS - {"events"}).events
-        _check_sample_scores(s, events, summaries.get((sid, epoch)), problems)
+        full = read_eval_log_sample(str(path), id=s.id, epoch=epoch,
+                                    exclude_fields=LIGHT_FIELDS - {"events", "store"})
+        stores.append(full.store or {})
+        _check_sample_scores(s, full.events, summaries.get((sid, epoch)), problems)
 
     log_digest = task_set_digest(log_pairs)
     if log_digest != disk_digest:
@@ -540,6 +582,8 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
     if absent:
         problems.append(f"{len(absent)} sample(s) missing from the log: "
                         f"{', '.join(absent[:10])}{' ...' if len(absent) > 10 else ''}")
+    interface, mixed = harness_interface(stores)
+    problems.extend(mixed)
     # Errored samples were never verified: they have no verdict (and count as failures anyway).
     scores = [(s.scores or {}).get(SCORER) for s in samples.values()]
     integrity = summarize(score.metadata for score in scores if score is not None)
@@ -558,7 +602,7 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
                  run_id=spec.run_id, created=str(spec.created), task=spec.task,
                  model=spec.model, solver=spec.solver)
     return ValidatedRun(run=run_from_log(log, path), suite_digest=disk_digest, log=ref,
-                        integrity=integrity)
+                        integrity=integrity, interface=interface)
 
 
 def _check_overrides(sid: str, epoch: int, meta: dict[str, Any], task: Any,
@@ -608,6 +652,8 @@ class LeaderboardEntry(BaseModel):
     id: str
     model_name: str
     harness: str
+    interface: HarnessInterface | None = Field(
+        None, description="harness implementation, prompt pack (+sha256), parity mode and fixes")
     model: str = Field(description="the Inspect model string the logs record")
     submitted: str
     versions: dict[str, str]
@@ -637,6 +683,10 @@ def build_entry(validated: list[ValidatedRun], *, model_name: str, harness: str,
     if len(models) > 1:
         raise RsrError(f"logs come from different models {sorted(models)}; add them as "
                        "separate entries")
+    interfaces = {v.interface for v in validated}
+    if len(interfaces) > 1:
+        raise RsrError("logs ran with different harness interfaces "
+                       f"({sorted(i.label if i else 'unknown' for i in interfaces)}); add them as separate entries")
     for v in validated:
         if v.run.benchmark in suites:
             raise RsrError(f"two logs for suite {v.run.benchmark}: {suites[v.run.benchmark].log.file}"
@@ -654,6 +704,7 @@ def build_entry(validated: list[ValidatedRun], *, model_name: str, harness: str,
         id=slug(f"{model_name}-{harness}"),
         model_name=model_name,
         harness=harness,
+        interface=interfaces.pop(),
         model=models.pop(),
         submitted=datetime.now(UTC).strftime("%Y-%m-%d"),
         versions={"rsr": rsr_version, "inspect_ai": inspect_ai.__version__},

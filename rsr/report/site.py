@@ -51,7 +51,8 @@ def readme_table(entries: list[LeaderboardEntry], k: int = 3) -> str:
                           else f"{100 * r.metrics.pass_at_k:.1f}%")
         process = [f"{e.suites[s].metrics.process:.2f}" if s in e.suites else "missing"
                    for s in proc]
-        lines.append("| " + " | ".join([str(i), e.model_name, e.harness, *scores, *passes,
+        harness = f"{e.harness} ({e.interface.label})" if e.interface else e.harness
+        lines.append("| " + " | ".join([str(i), e.model_name, harness, *scores, *passes,
                                           *process, e.submitted]) + " |")
     return "\n".join(lines)
 

@@ -145,6 +145,12 @@ def test_leaderboard_cli_does_add_entries_build_page_and_readme(
     assert sorted(entries) == ["null", "oracle", "scripted"]
     scripted = entries["scripted"].suites["core"]
     assert (scripted.metrics.mean, scripted.metrics.n_errors) == (0.5, 3)
+    # The entry names what the model met: rsr's loop in rsr's own words, never "Harbor Terminus 2".
+    interface = entries["scripted"].interface
+    assert interface is not None and (interface.implementation, interface.prompt_pack) == ("rsr", "rsr")
+    assert interface.prompt_pack_sha256 and "rsr wording" in interface.label
+    assert "Terminus 2 wording" not in interface.label
+    assert entries["oracle"].interface is None
     assert scripted.log.sha256.startswith("sha256:")
     LeaderboardEntry.model_validate_json((board / "entries" / "oracle-rsr-oracle.json")
                                          .read_text())
@@ -156,6 +162,7 @@ def test_leaderboard_cli_does_add_entries_build_page_and_readme(
     order = [line.split("|")[2].strip() for line in table.splitlines()
              if line.startswith("| ") and line[2].isdigit()]
     assert order == ["oracle", "scripted", "null"]
+    assert "terminus2 (rsr implementation, rsr wording, Harbor parity)" in table
     assert (site / "plots" / "core.png").read_bytes()[:4] == b"\x89PNG"
 
     # Rebuilding keeps the hand-written part of the README.
