@@ -37,6 +37,7 @@ from pydantic import ValidationError
 
 from rsr.factory.records import Reason, RunbookBody, Source, Verdict
 from rsr.harness import prompts as harness_prompts
+from rsr.harness.prompts.pack import prompt_pack
 from rsr.tasks.load import LoadedTask, iter_files
 
 SHINGLE = 8
@@ -157,6 +158,12 @@ def _control_lines() -> list[tuple[str, str]]:
         for line in harness_prompts.load(name).splitlines():
             if len(line.strip()) >= 30 and "$" not in line:
                 out.append((_norm(line), name))
+    # Terminus 2's own wording now lives in the prompt pack the harness renders with.
+    pack = prompt_pack("rsr")
+    for key, text in pack.texts.items():
+        for line in text.splitlines():
+            if len(line.strip()) >= 30 and "{" not in line:
+                out.append((_norm(line), f"{pack.name}:{key}"))
     return out
 
 

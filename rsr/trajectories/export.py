@@ -71,6 +71,9 @@ def messages_row(sample: EvalSample, log: EvalLog, log_path: str,
         "epoch": sample.epoch,
         "task_digest": metadata.get("task_digest"),
         "prompt_version": settings.get("prompt_version"),
+        # The words the model read: training renders with the same pack.
+        "prompt_pack": settings.get("prompt_pack"),
+        "prompt_pack_sha256": settings.get("prompt_pack_sha256"),
         "end_reason": result.get("end_reason"),
         "removed": [r.model_dump() for r in public.removed],
     }

@@ -86,6 +86,7 @@ def test_trajectories_export_atif_and_messages_without_secrets(tmp_path, monkeyp
     parsed = training.TrajectoryRow.model_validate(row)
     assert training._structure_problem(parsed.messages) is None  # the trainer accepts it
     assert row["prompt_version"] == prompts.PROMPT_VERSION
+    assert row["prompt_pack"] == "rsr" and row["prompt_pack_sha256"] == prompt_pack("rsr").sha256
 
     # --only filters on the verifier's outcome; --keep keeps a control kind verbatim.
     assert main(["trajectories", "export", str(log_file), "--format", "messages",
