@@ -624,7 +624,8 @@ def _check_isolation(sid: str, epoch: int, score: Any, task: Any, problems: list
     """A sample is verified in the isolation its task declares, never a weaker one: the
     strongest a task allows is the one it declares (live only for process deliverables)."""
     record = ((score.metadata or {}) if score is not None else {}).get("integrity")
-    declared = task.config.verifier.isolation
+    declared = "separate" if task.config.verifier.mode == "separate" and not task.config.steps \
+        else task.config.verifier.isolation
     if isinstance(record, dict) and record.get("isolation") not in (None, declared):
         problems.append(f"sample {sid} epoch {epoch}: verified in isolation "
                         f"{record.get('isolation')!r}, but the task declares {declared!r}")

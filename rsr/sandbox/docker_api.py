@@ -145,6 +145,11 @@ class _Images:
 _images = _Images()
 
 
+def ensure_image(config: RsrDockerConfig) -> None:
+    """Build (or find) the image of `config` once per process; ImageBuildError with the output."""
+    _images.ensure(config)
+
+
 @sandboxenv(name=SANDBOX_NAME)
 class RsrDockerSandbox(SandboxEnvironment):
     """One container per sample, driven through the Docker Engine API."""

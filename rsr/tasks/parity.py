@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rsr.tasks.load import LoadedTask
 
 UNSUPPORTED: frozenset[str] = frozenset({
-    "steps", "separate_verifier", "mcp_servers", "skills_dir", "artifacts",
+    "steps", "mcp_servers", "skills_dir", "artifacts",
     "collect", "allowlist", "phase_network", "windows", "tpu",
 })
 """Harbor features rsr does not run yet (names used below)."""
@@ -31,12 +31,12 @@ def harbor_differences(task: LoadedTask, unsupported: frozenset[str] = UNSUPPORT
     if cfg.steps:
         add("steps", f"[[steps]] ({len(cfg.steps)} steps): Harbor runs each step's agent and verifier in turn; "
                      "rsr runs only the first step's instruction")
-    separate = [("verifier", cfg.verifier.mode)] + [
-        (f"steps[{i}].verifier", s.verifier.mode) for i, s in enumerate(cfg.steps)
-        if s.verifier.environment_mode is not None or s.verifier.environment is not None]
-    if any(mode == "separate" for _, mode in separate):
-        add("separate_verifier", "[verifier] environment_mode = 'separate': Harbor runs the tests in their own "
-                                 "container; rsr runs them in the agent's")
+    # A task-level separate verifier runs as Harbor runs it (rsr.verify.separate); per-step ones
+    # come with [[steps]], which rsr does not run yet.
+    if any(s.verifier.mode == "separate" for s in cfg.steps
+           if s.verifier.environment_mode is not None or s.verifier.environment is not None):
+        add("steps", "[[steps]] verifier environment_mode = 'separate': Harbor runs each step's tests in their "
+                     "own container; rsr runs no steps yet")
     if env.mcp_servers:
         add("mcp_servers", f"environment.mcp_servers ({', '.join(m.name for m in env.mcp_servers)}): "
                            "Harbor offers them to the agent; rsr does not")

@@ -146,7 +146,8 @@ def freeze(container: str) -> None:
 
 def destroy(snapshot: Snapshot) -> None:
     engine.remove_container(snapshot.container)
-    _remove_image(snapshot.image)
+    if snapshot.image:
+        _remove_image(snapshot.image)
     shutil.rmtree(snapshot.host_dir, ignore_errors=True)
 
 

@@ -57,10 +57,11 @@ class IntegrityReport(BaseModel):
     mode: Literal["strict", "warn"]
     """strict: a suspicious change, a surviving process or a pass with a failing test.sh fails
     the sample; warn (Harbor tasks that do not declare `allow_changes`): they are reported."""
-    isolation: Literal["snapshot", "fresh", "live", "in-place"]
+    isolation: Literal["snapshot", "fresh", "live", "separate", "in-place"]
     """snapshot: a new container from the agent's filesystem in the agent's network namespace;
     fresh: the same with a network of its own; live: the agent's container (its processes
-    alive); in-place: a sandbox without engine access (no audit, tests run by exec)."""
+    alive); separate: the task's own verifier environment (`environment_mode = "separate"`), which
+    sees only the agent's artifacts; in-place: a sandbox without engine access (no audit)."""
     verdict: Literal["clean", "warning", "tampered", "unchecked"] = "clean"
     paths: list[str] = Field(default_factory=list)
     """Suspicious filesystem changes, 'path: why'."""
@@ -251,9 +252,12 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
                          mode: Literal["strict", "warn"],
                          isolation: Literal["snapshot", "fresh", "live"]) -> VerifierResult:
     from rsr.sandbox import engine
-    from rsr.verify import integrity, snapshot
+    from rsr.tasks.load import verifier_mode
+    from rsr.verify import integrity, separate, snapshot
 
-    report = IntegrityReport(mode=mode, isolation=isolation)
+    # Harbor's separate verifier environment: nothing of the agent's but its artifacts crosses over.
+    apart = verifier_mode(task.config) == "separate" and not task.config.steps
+    report = IntegrityReport(mode=mode, isolation="separate" if apart else isolation)
     allow = task.config.verifier.allow_changes or []
     limit_mb = task.config.environment.storage_mb
     if limit_mb:
@@ -264,6 +268,8 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
                            f"storage limit of {limit_mb} MB", started, integrity=report)
 
     async def run_audit() -> integrity.AuditReport:
+        if apart:
+            return integrity.AuditReport()  # the agent's filesystem is not what the tests run on
         t0 = time.monotonic()
         info = await asyncio.to_thread(engine.api().inspect_container, container)
         path_env = next((e.split("=", 1)[1] for e in info["Config"].get("Env") or [] if e.startswith("PATH=")), None)
@@ -291,7 +297,7 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         tb1_files.update({k: v.decode("utf-8", errors="replace") for k, v in found.items() if v is not None})
 
     async def run_tests() -> tuple[Any, list[str], dict[str, bytes | None] | str]:
-        if isolation == "live":
+        if isolation == "live" and not apart:
             await _install_tests_live(task, container)
             outcome = await asyncio.to_thread(engine.run_exec, container, command, env=env, user=cfg.user,
                                               cwd=task.workdir or getattr(getattr(sbx, "_sandbox", sbx),
@@ -304,7 +310,10 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
             except ValueError as e:
                 return outcome, [], str(e)
             return outcome, [], {f"{k}": v for k, v in files.items()}
-        snap = await asyncio.to_thread(snapshot.create, container, task, isolation == "snapshot")
+        if apart:
+            snap = await asyncio.to_thread(separate.create, container, task)
+        else:
+            snap = await asyncio.to_thread(snapshot.create, container, task, isolation == "snapshot")
         try:
             outcome = await asyncio.to_thread(engine.run_exec, snap.container, command, env=env, user=cfg.user,
                                               cwd=task.workdir or snap.working_dir, timeout=timeout)

@@ -135,7 +135,14 @@ def synthetic_tasks(root: Path) -> list[str]:
     harbor_task(root, "healthcheck", toml=healthy, solve_sh=_solve("cp /tmp/hc /app/hc-at-start\n"),
                 test_sh=_test(reward='if [ "$(cat /app/hc-at-start)" = 3 ]; then echo 1; else echo 0; fi '
                                      '> /logs/verifier/reward.txt'))
-    return ["probe", "probe-user", "sidecar", "milestones", "healthcheck"]
+    # A separate verifier: the tests pass only in a fresh container (the agent's file must not be
+    # there) that received the agent's artifacts.
+    harbor_task(root, "separate-verifier",
+                toml=SIMPLE_TOML.format(name="separate-verifier", top="", verifier='environment_mode = "separate"'),
+                solve_sh="echo done > /app/out.txt\nmkdir -p /logs/artifacts && echo art > /logs/artifacts/r.txt\n",
+                test_sh='if [ -e /app/out.txt ]; then echo 0; elif [ "$(cat /logs/artifacts/r.txt)" = art ]; '
+                        "then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n")
+    return ["probe", "probe-user", "sidecar", "milestones", "healthcheck", "separate-verifier"]
 
 
 SIMPLE_TOML = """
@@ -157,11 +164,6 @@ workdir = "/app"
 def unsupported_tasks(root: Path) -> dict[str, str]:
     """Tasks using Harbor features rsr does not run yet: Harbor must pass them, rsr must differ, and
     lint must say so. When rsr learns a feature, its task moves to the agreeing set."""
-    # The tests pass only in a fresh container: the agent's file must not be there.
-    harbor_task(root, "separate-verifier",
-                toml=SIMPLE_TOML.format(name="separate-verifier", top="", verifier='environment_mode = "separate"'),
-                solve_sh="echo done > /app/out.txt\n",
-                test_sh="if [ -e /app/out.txt ]; then echo 0; else echo 1; fi > /logs/verifier/reward.txt\n")
     steps = '[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n'
     toml = SIMPLE_TOML.format(name="two-steps", top='multi_step_reward_strategy = "final"', verifier="") + steps
     d = harbor_task(root, "two-steps", toml=toml,
@@ -173,7 +175,7 @@ def unsupported_tasks(root: Path) -> dict[str, str]:
                            "steps/two/solution/solve.sh": "touch /app/two\n"})
     shutil.rmtree(d / "solution")
     (d / "instruction.md").unlink()
-    return {"separate-verifier": "environment_mode = 'separate'", "two-steps": "[[steps]]"}
+    return {"two-steps": "[[steps]]"}
 
 
 def harbor_copy(task_dir: Path, dest: Path) -> Path:

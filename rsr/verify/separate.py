@@ -1,0 +1,137 @@
+"""A separate verification environment (`[verifier] environment_mode = "separate"`), as Harbor runs it.
+
+The tests run in a container of their own, made from the verifier's environment (its
+`docker_image`, a Dockerfile in `tests/` whose image holds the tests, or else the task's own
+image, fresh), never from the agent's filesystem. All that crosses over from the agent is its
+artifacts: the agent container's `/logs/artifacts` and the task's declared `artifacts`, copied
+to `/logs/artifacts` through the engine. `/tests` (unless the image holds its own) and
+`/logs/verifier` are per-sample host directories, as in a snapshot.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from docker.errors import APIError, NotFound
+
+from rsr.sandbox import engine
+from rsr.sandbox.compose import image_tag, sandbox_network
+from rsr.sandbox.docker_api import RsrDockerConfig, ensure_image, host_config
+from rsr.tasks.load import TESTS_MOUNT, VERIFIER_LOG_DIR, LoadedTask, directory_digest
+from rsr.verify.snapshot import KEEPALIVE, Snapshot, _scratch_root, stage_tests
+
+ARTIFACTS_DIR = "/logs/artifacts"
+
+
+def verifier_image(task: LoadedTask, agent_image: str) -> tuple[RsrDockerConfig, bool]:
+    """(the verification container's config, whether its image holds the tests itself)."""
+    cfg = task.config
+    env = cfg.verifier.environment or cfg.environment
+    tests_dir = task.paths.tests_dir
+    bundled = False
+    build_context = None
+    if env.docker_image:
+        image, bundled = env.docker_image, cfg.verifier.environment is not None
+    elif (tests_dir / "Dockerfile").is_file():
+        slug = re.sub(r"[^a-z0-9_.-]+", "-", task.name.lower()).strip("-.") or "task"
+        image = f"rsr-task/{slug}-verifier:{directory_digest(tests_dir).removeprefix('sha256:')[:16]}"
+        build_context, bundled = str(tests_dir), True
+    else:
+        image = agent_image if cfg.verifier.environment is None else image_tag(task)
+        if image != agent_image:
+            build_context = str(task.build_context())
+    config = RsrDockerConfig(task=f"{task.name} (verifier)", image=image, build_context=build_context,
+                             build_timeout_sec=env.build_timeout_sec, cpus=float(env.cpus),
+                             memory_mb=int(env.memory_mb), network=sandbox_network(env.allow_internet),  # type: ignore[arg-type]
+                             workdir=env.workdir, gpus=int(env.gpus or 0))
+    return config, bundled
+
+
+def _copy_artifacts(agent: str, target: str, task: LoadedTask) -> None:
+    """The agent's artifacts into the verification container's /logs/artifacts."""
+    api = engine.api()
+    sources: list[tuple[str, str]] = [(ARTIFACTS_DIR, "")]
+    for item in task.config.artifacts:
+        dest = item.destination or PurePosixPath(item.source.rstrip("/")).name
+        sources.append((item.source, dest))
+    # The directory itself first (world-writable, as Harbor creates it).
+    api.put_archive(target, "/", _dir_archive([("logs", 0o755), ("logs/artifacts", 0o777)]))
+    for source, dest in sources:
+        try:
+            stream, _ = api.get_archive(agent, source)
+        except (NotFound, APIError):
+            continue  # a declared artifact the agent never produced
+        data = b"".join(stream)
+        if not dest:
+            # The archive's top entry is `artifacts/`: unpack it over /logs/artifacts.
+            api.put_archive(target, "/logs", data)
+            continue
+        api.put_archive(target, ARTIFACTS_DIR, _renamed(data, dest))
+
+
+def _dir_archive(dirs: list[tuple[str, int]]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, mode in dirs:
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = tarfile.DIRTYPE, mode
+            tar.addfile(info)
+    return buf.getvalue()
+
+
+def _renamed(archive: bytes, dest: str) -> bytes:
+    """The same archive with its top-level entry renamed to `dest`."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(archive)) as src, tarfile.open(fileobj=out, mode="w") as tar:
+        members = src.getmembers()
+        top = members[0].name.split("/")[0] if members else ""
+        for member in members:
+            member.name = dest + member.name[len(top):]
+            tar.addfile(member, src.extractfile(member) if member.isfile() else None)
+    return out.getvalue()
+
+
+def create(agent_container: str, task: LoadedTask) -> Snapshot:
+    """Start the separate verification container, with the agent's artifacts copied in."""
+    api = engine.api()
+    agent = api.inspect_container(agent_container)
+    cfg, bundled = verifier_image(task, agent["Config"]["Image"])
+    ensure_image(cfg)
+    host_dir = Path(tempfile.mkdtemp(prefix="separate-", dir=_scratch_root()))
+    tests_dir, logs_dir = host_dir / "tests", host_dir / "verifier"
+    tests_dir.mkdir()
+    logs_dir.mkdir()
+    logs_dir.chmod(0o777)
+    host_dir.chmod(0o755)
+    binds: dict[str, Any] = {str(logs_dir): {"bind": VERIFIER_LOG_DIR, "mode": "rw"}}
+    if not bundled:
+        stage_tests(task, tests_dir)
+        binds[str(tests_dir)] = {"bind": TESTS_MOUNT, "mode": "rw"}
+    env = cfg.model_dump()
+    host = host_config(RsrDockerConfig(**env))
+    host["binds"] = binds
+    try:
+        created = api.create_container(
+            cfg.image, command=KEEPALIVE, entrypoint=[], working_dir=cfg.workdir or None,
+            environment=[f"{k}={v}" for k, v in (task.config.environment.env or {}).items()] or None,
+            labels={engine.LABEL_SANDBOX: "rsr-verify", engine.LABEL_OWNER: str(os.getpid()),
+                    engine.LABEL_ROLE: "verifier", engine.LABEL_TASK: task.name},
+            stop_signal="SIGKILL", host_config=api.create_host_config(**host))
+        container = created["Id"]
+        api.start(container)
+        _copy_artifacts(agent_container, container, task)
+        workdir = cfg.workdir or api.inspect_container(container)["Config"].get("WorkingDir") or "/"
+    except Exception:
+        shutil.rmtree(host_dir, ignore_errors=True)
+        if "container" in locals():
+            engine.remove_container(container)
+        raise
+    # No image of ours to remove afterwards: the verifier's image is the task's (kept, built once).
+    return Snapshot(container=container, image="", host_dir=host_dir, working_dir=workdir, path_env=None)
