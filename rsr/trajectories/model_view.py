@@ -106,6 +106,10 @@ def model_view(sample: EvalSample | Sequence[ChatMessage],
     segments: list[Segment] = [Segment(index=0, handoff=False, messages=[])]
     removed: list[Removal] = []
     summarisation = 0
+    # After a summary the model's context is Harbor's: [first prompt, questions prompt, its
+    # questions], then the hand-off carrying the answers (rsr.harness.context.summarise).
+    first_row: dict[str, str] | None = None
+    carried: dict[str, dict[str, str]] = {}
     for index, message in enumerate(source):
         if message.role not in ("user", "assistant"):
             removed.append(Removal(index=index, role=message.role, kind=message.role,
@@ -115,9 +119,15 @@ def model_view(sample: EvalSample | Sequence[ChatMessage],
         content: str | None = message.text
         if meta is not None and meta.kind in SUMMARISATION_KINDS:
             summarisation += message.role == "assistant"
+            if meta.kind in ("questions_request", "questions"):
+                carried[meta.kind] = {"role": message.role, "content": message.text}
             continue
         if meta is not None and meta.kind == "handoff":
-            segments.append(Segment(index=len(segments), handoff=True, messages=[]))
+            head: list[dict[str, str]] = []
+            if first_row is not None and {"questions_request", "questions"} <= set(carried):
+                head = [dict(first_row), carried["questions_request"], carried["questions"]]
+            carried = {}
+            segments.append(Segment(index=len(segments), handoff=True, messages=head))
         if meta is not None and strip_source_control and meta.harness != GENERIC_HARNESS:
             assert content is not None
             content, cut = _as_terminus2(meta, content)
@@ -140,6 +150,8 @@ def model_view(sample: EvalSample | Sequence[ChatMessage],
         if reasoning:
             row["reasoning_content"] = reasoning
         out.append(row)
+        if first_row is None and message.role == "user":
+            first_row = row
     kept = [s for s in segments if any(m["role"] == "assistant" for m in s.messages)]
     for i, s in enumerate(kept):
         s.index = i

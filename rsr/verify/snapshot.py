@@ -101,6 +101,9 @@ def create(agent_container: str, task: LoadedTask, join_network: bool = True) ->
         "binds": {str(tests_dir): {"bind": TESTS_MOUNT, "mode": "rw"},
                   str(logs_dir): {"bind": VERIFIER_LOG_DIR, "mode": "rw"}},
         "device_requests": limits.get("DeviceRequests") or None,
+        # A commit holds the container's own layer, not its volumes (an image's VOLUME, a
+        # compose volume): the tests see those as the agent left them, as under Harbor.
+        "volumes_from": [agent_container] if source.get("Mounts") else None,
     }
     try:
         created = api.create_container(

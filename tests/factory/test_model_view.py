@@ -51,28 +51,29 @@ def summarised(tmp_path_factory: pytest.TempPathFactory) -> EvalSample:
 @pytest.mark.docker
 def test_model_view_rows_equal_every_logged_model_call_of_a_summarised_run(
         summarised: EvalSample) -> None:
-    assert summarised.error is None and summarised.store["rsr_harness_result"]["compactions"]
+    compactions = len(summarised.store["rsr_harness_result"]["compactions"])
+    assert summarised.error is None and compactions
     view = model_view(summarised)
-    assert [s.handoff for s in view.segments] == [False, True]
-    assert view.segments[1].messages[0]["content"].startswith(
-        prompts.load(prompts.HANDOFF).split("\n")[0])
-    assert view.summarisation_calls == 3  # summary, questions, answers: not in any segment
+    # One context before the first hand-off, one after each (summary, questions, answers each).
+    handoffs = view.summarisation_calls // 3
+    assert handoffs >= compactions and view.summarisation_calls == 3 * handoffs
+    assert [s.handoff for s in view.segments] == [False] + [True] * handoffs
     calls = [e for e in summarised.events if e.event == "model"]
-    covered = 0
+    covered = unhomed = 0
     for call in calls:
         assert call.input[0].role == "system" and call.input[0].text == GUIDANCE
         sent = [{"role": m.role, "content": m.text} for m in call.input[1:]]
         reply = {"role": "assistant", "content": call.output.completion}
         homes = [s for s in view.segments if s.messages[:len(sent) + 1] == [*sent, reply]]
-        if (sent[-1]["content"].startswith(prompts.load(prompts.SUMMARY)[:40])
-                or len(sent) == 1 and "list up to five questions" in sent[0]["content"]
-                or sent[-1]["content"].startswith(prompts.load(prompts.ANSWERS)[:40])):
-            assert not homes  # the summarisation passes are their own contexts
-            continue
-        assert len(homes) == 1, sent[-1]["content"][:80]
-        covered += 1
+        # Every call is either one segment's next turn, or a summarisation pass (summary,
+        # questions, answers), which is a context of its own and in no training row.
+        assert len(homes) <= 1, sent[-1]["content"][:80]
+        covered += len(homes)
+        unhomed += not homes
+    assert unhomed == view.summarisation_calls
     replies = sum(m["role"] == "assistant" for s in view.segments for m in s.messages)
-    assert covered == replies == 5
+    # Each hand-off context opens with the questions its model asked (the questions call's reply).
+    assert covered == replies - handoffs
     assert all(GUIDANCE not in m["content"] for s in view.segments for m in s.messages)
 
 
@@ -87,8 +88,9 @@ def test_trajectories_export_terminus2_view_writes_one_row_per_context(
     export_logs([log], "messages", tmp_path, "passed", view="terminus2")
     rows = [json.loads(x) for x in (tmp_path / "messages.jsonl").read_text().splitlines()]
     view = model_view(summarised)
-    assert [(r["segment"], r["segments"], r["handoff"]) for r in rows] == [(0, 2, False),
-                                                                        (1, 2, True)]
+    n = len(view.segments)
+    assert n >= 2
+    assert [(r["segment"], r["segments"], r["handoff"]) for r in rows] == [(i, n, i > 0) for i in range(n)]
     assert [r["messages"] for r in rows] == [s.messages for s in view.segments]
 
 

@@ -205,8 +205,10 @@ def inspect_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]
     suite = root / "suite"
     # The tests leave a marker in /logs and fail if one is already there: a /logs shared between
     # the two concurrent epochs would fail one of them.
+    # TB1 scored this task with the pytest parser: the summary says whether the checks passed.
     run_tests = ("test ! -e /logs/marker || exit 1\necho $$ > /logs/marker\nsleep 2\n"
-                 "test \"$TEST_DIR\" = /tests && grep -qx done /app/out.txt\n")
+                 "if test \"$TEST_DIR\" = /tests && grep -qx done /app/out.txt; then s=PASSED; else s=FAILED; fi\n"
+                 "printf '=== short test summary info ===\\n%s test_outputs.py::test_done\\n' $s\n")
     tb1_task(suite, "tb1-epochs", run_tests=run_tests)
     d = harbor_task(suite, "prebuilt",
                     toml='[environment]\ndocker_image = "debian:bookworm-slim"\nworkdir = "/srv"\n'

@@ -244,3 +244,12 @@ def test_tb1_task_is_scored_by_its_parser_not_by_the_exit_code(tmp_path: Path) -
     failed = score(samples["tb1-one-failed"])
     assert failed.value["passed"] == 0 and failed.metadata["error"] is None, failed.explanation
     assert "pytest parser: not resolved" in failed.explanation
+
+
+def test_verifier_sees_what_the_agent_left_in_the_images_volumes(tmp_path: Path) -> None:
+    # A commit holds only the container's own layer: a VOLUME's data must reach the tests too.
+    harbor_task(tmp_path, "image-volume", toml=toml(), dockerfile="FROM debian:bookworm-slim\nWORKDIR /app\n"
+                "VOLUME /data\n", solve_sh="echo kept > /data/db\n",
+                test_sh='if [ "$(cat /data/db)" = kept ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n')
+    sample = run(tmp_path, oracle())["image-volume"]
+    assert value(sample)["passed"] == 1, score(sample).explanation
