@@ -15,8 +15,7 @@ import os
 import re
 import shutil
 import tarfile
-import tempfile
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
 from docker.errors import APIError, NotFound
@@ -25,7 +24,7 @@ from rsr.sandbox import engine
 from rsr.sandbox.compose import image_tag, sandbox_network
 from rsr.sandbox.docker_api import RsrDockerConfig, ensure_image, host_config
 from rsr.tasks.load import TESTS_MOUNT, VERIFIER_LOG_DIR, LoadedTask, directory_digest
-from rsr.verify.snapshot import KEEPALIVE, Snapshot, _scratch_root, stage_tests
+from rsr.verify.snapshot import KEEPALIVE, Snapshot, host_dirs, stage_tests
 
 ARTIFACTS_DIR = "/logs/artifacts"
 
@@ -104,12 +103,7 @@ def create(agent_container: str, task: LoadedTask) -> Snapshot:
     agent = api.inspect_container(agent_container)
     cfg, bundled = verifier_image(task, agent["Config"]["Image"])
     ensure_image(cfg)
-    host_dir = Path(tempfile.mkdtemp(prefix="separate-", dir=_scratch_root()))
-    tests_dir, logs_dir = host_dir / "tests", host_dir / "verifier"
-    tests_dir.mkdir()
-    logs_dir.mkdir()
-    logs_dir.chmod(0o777)
-    host_dir.chmod(0o755)
+    host_dir, tests_dir, logs_dir = host_dirs("separate-")
     binds: dict[str, Any] = {str(logs_dir): {"bind": VERIFIER_LOG_DIR, "mode": "rw"}}
     if not bundled:
         stage_tests(task, tests_dir)

@@ -53,6 +53,17 @@ def _scratch_root() -> Path:
     return root
 
 
+def host_dirs(prefix: str) -> tuple[Path, Path, Path]:
+    """A fresh per-sample (host dir, its tests/, its world-writable verifier/ for the reward)."""
+    host_dir = Path(tempfile.mkdtemp(prefix=prefix, dir=_scratch_root()))
+    tests_dir, logs_dir = host_dir / "tests", host_dir / "verifier"
+    tests_dir.mkdir()
+    logs_dir.mkdir()
+    logs_dir.chmod(0o777)
+    host_dir.chmod(0o755)
+    return host_dir, tests_dir, logs_dir
+
+
 def stage_tests(task: LoadedTask, tests_dir: Path) -> None:
     """Copy the task's verifier files into the host directory mounted at /tests."""
     for container_path, host_path in task.test_files().items():
@@ -78,12 +89,7 @@ def create(agent_container: str, task: LoadedTask, join_network: bool = True) ->
     image = api.commit(agent_container, repository=tag.split(":")[0], tag=tag.split(":")[1],
                        conf={"Labels": {**(source["Config"].get("Labels") or {}), engine.LABEL_SANDBOX: "rsr-verify",
                                         engine.LABEL_OWNER: str(os.getpid())}})["Id"]
-    host_dir = Path(tempfile.mkdtemp(prefix="sample-", dir=_scratch_root()))
-    tests_dir, logs_dir = host_dir / "tests", host_dir / "verifier"
-    tests_dir.mkdir()
-    logs_dir.mkdir()
-    logs_dir.chmod(0o777)
-    host_dir.chmod(0o755)
+    host_dir, tests_dir, logs_dir = host_dirs("sample-")
     stage_tests(task, tests_dir)
     limits = source["HostConfig"]
     config = source["Config"]
