@@ -120,6 +120,11 @@ class TmuxSession:
         self._shell_pid = (await self._tmux("display-message", "-p", "-t", self.name,
                                             "#{pane_pid}")).strip()
         await self.wait(5.0, adaptive=True)
+        # On a loaded machine the login shell can look idle before it has drawn its prompt; the
+        # first observation must show the prompt, as it does under the reference.
+        deadline = time.monotonic() + 10
+        while not (await self.capture_pane()).strip() and time.monotonic() < deadline:
+            await _sleep(POLL_SECONDS)
         self._mark = None
         self._previous_buffer = None
 
