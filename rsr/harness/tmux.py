@@ -198,7 +198,7 @@ class TmuxSession:
         """The pane as the reference reads it: not joined, blank rows kept; the whole history
         with `entire`. A failed capture (the session is gone) reads as empty text."""
         args = ["capture-pane", "-p", *(["-S", "-"] if entire else []), "-t", self.name]
-        result = await self.sbx.exec(["tmux", *args], user=self.user, timeout=30)
+        result = await self._channel.run(shlex.join(["tmux", *args]), timeout=30)
         return result.stdout if result.success else ""
 
     async def incremental_output(self) -> tuple[Literal["screen", "new"], str]:
