@@ -126,6 +126,16 @@ ensure_base_image() {
   progress_step "no registry: bootstrapping $BASE_IMAGE with debootstrap" bootstrap_base_image
 }
 
+# A local image registry (Debian's distribution binary, started on 127.0.0.1 by whoever needs
+# it): `rsr images build --push` and its tests push to it on machines without a real registry.
+install_local_registry() {
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker-registry
+  # The package enables a system service; only explicit, loopback-bound starts are wanted.
+  if command -v systemctl >/dev/null 2>&1; then systemctl disable --now docker-registry >/dev/null 2>&1 || true; fi
+  pkill -x docker-registry >/dev/null 2>&1 || true
+}
+
 main() {
   progress_begin setup-docker "${RSR_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/rsr}/setup.log"
   need_root
@@ -137,6 +147,9 @@ main() {
   fi
   progress_note "docker compose $cv"
   ensure_base_image
+  if ! command -v docker-registry >/dev/null 2>&1; then
+    progress_step "installing docker-registry (apt; a loopback registry for image pushes)" install_local_registry
+  fi
   progress_end "docker ready"
 }
 

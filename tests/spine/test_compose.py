@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docker_needs import unless
 from taskfactory import PONG_SERVER, harbor_task, tb1_task
 
 from rsr.errors import TaskFormatError
@@ -183,8 +184,8 @@ def test_two_samples_of_a_tb1_compose_task_never_share_logs(tmp_path: Path) -> N
 
 
 def test_write_compose_file_output_is_valid_for_docker_compose_config(tmp_path: Path) -> None:
-    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode != 0:
-        pytest.skip("no docker compose CLI")
+    unless(subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0,
+           "a docker compose CLI")
     for task_dir in (sidecar_task(tmp_path), tb1_task(tmp_path, "tb1v")):
         file = write_compose_file(load_task(task_dir), bridge=False)
         done = subprocess.run(["docker", "compose", "-f", file, "config", "-q"], capture_output=True, text=True)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from docker_needs import unless
 from taskfactory import harbor_task, write
 
 from rsr.cli.main import main
@@ -33,8 +34,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if not os.access(REGISTRY_BIN, os.X_OK):
-        pytest.skip("no local registry binary (apt-get install docker-registry)")
+    unless(os.access(REGISTRY_BIN, os.X_OK), "a local registry binary (apt-get install docker-registry)")
     root = tmp_path_factory.mktemp("registry")
     port = _free_port()
     (root / "config.yml").write_text(
