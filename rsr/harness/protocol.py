@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -195,17 +196,7 @@ def _json_structure(data: Any, content: str, warnings: list[str], words: PromptP
         warnings.append(words.render("json_plan_type"))
     if not isinstance(data.get("commands", []), list):
         return words.render("json_commands_type")
-    positions = {}
-    for name in REQUIRED:
-        match = re.search(f'"({name})"\\s*:', content)
-        if match:
-            positions[name] = match.start()
-    if len(positions) >= 2:
-        expected = [name for name in REQUIRED if name in positions]
-        found = sorted(expected, key=positions.__getitem__)
-        if found != expected:
-            warnings.append(words.render("json_field_order", found=" → ".join(found),
-                                         expected=" → ".join(expected)))
+    _order_warning(content, lambda name: f'"({name})"\\s*:', "json_field_order", words, warnings)
     complete = data.get("task_complete")
     if complete is not None and not isinstance(complete, bool | str):
         warnings.append(words.render("json_task_complete_type"))
@@ -362,17 +353,7 @@ def _xml_sections(body: str, warnings: list[str], words: PromptPack) -> dict[str
             warnings.append(words.render("xml_multiple_commands", count=count)
                             if name == "commands" else
                             words.render("xml_multiple_section", name=name))
-    positions = {}
-    for name in REQUIRED:
-        match = re.search(f"<{name}(?:\\s|>|/>)", body)
-        if match:
-            positions[name] = match.start()
-    if len(positions) >= 2:
-        expected = [name for name in REQUIRED if name in positions]
-        found = sorted(expected, key=positions.__getitem__)
-        if found != expected:
-            warnings.append(words.render("xml_section_order", found=" → ".join(found),
-                                         expected=" → ".join(expected)))
+    _order_warning(body, lambda name: f"<{name}(?:\\s|>|/>)", "xml_section_order", words, warnings)
     return sections
 
 
@@ -460,3 +441,18 @@ def parse_xml_reply(text: str, model: type[Reply] = Reply) -> ParseOutcome:
     data = {**result.data, "analysis": str(result.analysis), "plan": str(result.plan),
             "commands": result.commands, "task_complete": result.task_complete}
     return _validate(data, model, warnings)
+
+
+def _order_warning(text: str, pattern: Callable[[str], str], key: str, words: PromptPack,
+                   warnings: list[str]) -> None:
+    """The reference's warning when the required fields appear out of order."""
+    positions = {}
+    for name in REQUIRED:
+        match = re.search(pattern(name), text)
+        if match:
+            positions[name] = match.start()
+    if len(positions) >= 2:
+        expected = [name for name in REQUIRED if name in positions]
+        found = sorted(expected, key=positions.__getitem__)
+        if found != expected:
+            warnings.append(words.render(key, found=" → ".join(found), expected=" → ".join(expected)))

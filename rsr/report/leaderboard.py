@@ -212,7 +212,8 @@ def expected_value(score_metadata: dict[str, Any]) -> tuple[float, float, float]
     metrics = score_metadata.get("metrics") or {}
     if not isinstance(metrics, dict) or not metrics:
         raise ValueError("score metadata has no reward metrics")
-    from rsr.verify.verifier import outcome, total_reward
+    from rsr.verify.reward import total_reward
+    from rsr.verify.verifier import outcome_of
 
     values = {str(k): float(v) for k, v in metrics.items()}
     reward = total_reward(values)
@@ -220,7 +221,7 @@ def expected_value(score_metadata: dict[str, Any]) -> tuple[float, float, float]
     for name, v in milestones.items():
         if name in values and not math.isclose(values[name], v, abs_tol=TOL):
             raise ValueError(f"milestone {name!r} = {v} but the reward file says {values[name]}")
-    passed, process = outcome(reward, milestones)
+    passed, process = outcome_of(reward, milestones)
     return (1.0 if passed else 0.0), reward, process
 
 
@@ -382,7 +383,6 @@ def _metrics_seen(events: list[Any]) -> dict[str, float] | str | None:
     """The metrics of the reward file the transcript shows the verifier reading (a str: why the
     file cannot be read; None: no read at all)."""
     from rsr.verify.reward import RewardError, read_reward
-    from rsr.verify.verifier import parse_reward
 
     recorded = [r for r in map(_reward_files_recorded, events) if r is not None]
     if recorded:
@@ -394,10 +394,13 @@ def _metrics_seen(events: list[Any]) -> dict[str, float] | str | None:
     reads = [r for r in map(_reward_read, events) if r is not None]
     if not reads:
         return None
+    # Logs of the in-container verifier: one probe exec printed which file it found and its text.
     kind, text = reads[-1]
     try:
-        return parse_reward(text, kind, [])[2]
-    except ValueError as e:
+        raw = text.encode()
+        return read_reward(raw if kind == "txt" else None, raw if kind == "json" else None,
+                           milestones=[], strict=False).metrics
+    except RewardError as e:
         return str(e)
 
 

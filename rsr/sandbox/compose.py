@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from rsr.errors import TaskFormatError
+from rsr.sandbox.cache import cache_dir
 from rsr.tasks.load import AGENT_LOG_DIR, TESTS_MOUNT, VERIFIER_LOG_DIR, LoadedTask, directory_digest
 from rsr.tasks.models import expand_env
 
@@ -63,11 +64,7 @@ LOG_VOLUMES = {
 
 
 def compose_cache_dir() -> Path:
-    base = os.environ.get("RSR_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "rsr")
-    path = Path(base) / "compose"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return cache_dir("compose")
 
 
 def _slug(text: str) -> str:

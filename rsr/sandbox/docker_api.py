@@ -299,16 +299,8 @@ class RsrDockerSandbox(SandboxEnvironment):
 
     async def read_file(self, file: str, text: bool = True) -> str | bytes:
         path = self._abs(file)
-        try:
-            data = await asyncio.to_thread(engine.get_file, self.container, str(path))
-        except ValueError as e:
-            # A symlink: resolve it inside the container's filesystem view, as `cat` would.
-            target = str(e).split(" to ", 1)[-1].strip("'\"")
-            if target and target != str(path):
-                resolved = target if target.startswith("/") else str(path.parent / target)
-                data = await asyncio.to_thread(engine.get_file, self.container, resolved)
-            else:
-                raise
+        # Symlinks are followed inside the container's filesystem view, as `cat` would.
+        data = await asyncio.to_thread(engine.get_file, self.container, str(path), follow=True)
         return data.decode("utf-8", errors="replace") if text else data
 
     async def connection(self, *, user: str | None = None) -> SandboxConnection:
@@ -329,9 +321,6 @@ def _config(config: Any) -> RsrDockerConfig:
         return config
     if isinstance(config, dict):
         return RsrDockerConfig(**config)
-    if isinstance(config, str) and os.path.isfile(config):
-        with open(config, encoding="utf-8") as f:
-            return RsrDockerConfig.model_validate_json(f.read())
     raise ValueError(f"{SANDBOX_NAME} needs an RsrDockerConfig, got {type(config).__name__}")
 
 

@@ -218,11 +218,13 @@ def put_archive(container: str, archive: bytes, path: str = "/") -> None:
         raise PermissionError(f"the engine refused to write into {path} of container {container[:12]}")
 
 
-def get_file(container: str, path: str, limit: int = 100 * 1024 * 1024) -> bytes:
+def get_file(container: str, path: str, limit: int = 100 * 1024 * 1024, follow: bool = False,
+             _hops: int = 0) -> bytes:
     """A regular file's bytes, read by the engine (works on stopped containers too).
 
     Raises FileNotFoundError, IsADirectoryError, or ValueError for anything that is not a
-    regular file (a symlink is reported, never followed: the agent may have planted it).
+    regular file. A symlink is refused unless `follow` (the verifier never follows one: the
+    agent may have planted it; a sandbox read follows it as `cat` would).
     """
     try:
         stream, stat = api().get_archive(container, path)
@@ -232,7 +234,11 @@ def get_file(container: str, path: str, limit: int = 100 * 1024 * 1024) -> bytes
     if mode & (1 << 31):  # Go's os.ModeDir
         raise IsADirectoryError(f"{path} (container {container[:12]})")
     if mode & (1 << 27):  # os.ModeSymlink
-        raise ValueError(f"{path} is a symbolic link to {stat.get('linkTarget')!r}")
+        target = str(stat.get("linkTarget") or "")
+        if not follow or not target or _hops >= 16:
+            raise ValueError(f"{path} is a symbolic link to {target!r}")
+        resolved = target if target.startswith("/") else str(PurePosixPath(path).parent / target)
+        return get_file(container, resolved, limit, follow, _hops + 1)
     if int(stat.get("size", 0)) > limit:
         raise ValueError(f"{path} is {stat.get('size')} bytes (limit {limit})")
     data = b"".join(stream)

@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rsr.errors import RsrError
+from rsr.sandbox.cache import cache_dir
 from rsr.sandbox.compose import MAIN_SERVICE, compose_spec
 from rsr.tasks.load import LoadedTask
 
@@ -65,9 +66,7 @@ class ImageMap(BaseModel):
 
 
 def cache_base() -> Path:
-    base = os.environ.get("RSR_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "rsr")
-    return Path(base)
+    return cache_dir()
 
 
 def registry_slug(registry: str) -> str:

@@ -71,7 +71,7 @@ def read_reward(txt: bytes | None, json_: bytes | None, *, milestones: list[str]
 
     if json_ is not None:
         metrics = _json_metrics(json_, strict, warnings)
-        reading = RewardReading(reward=_total(metrics), metrics=metrics, source=REWARD_JSON, warnings=warnings)
+        reading = RewardReading(reward=total_reward(metrics), metrics=metrics, source=REWARD_JSON, warnings=warnings)
         missing = [m for m in milestones if m not in metrics]
         if missing:
             raise RewardError(f"{REWARD_JSON} lacks the milestone(s) {', '.join(missing)} declared in task.toml")
@@ -156,7 +156,7 @@ def _json_metrics(raw: bytes, strict: bool, warnings: list[str]) -> dict[str, fl
     return metrics
 
 
-def _total(metrics: dict[str, float]) -> float:
+def total_reward(metrics: dict[str, float]) -> float:
     if "reward" in metrics:
         return metrics["reward"]
     if len(metrics) == 1:

@@ -23,6 +23,7 @@ from typing import Any
 from docker.errors import APIError, NotFound
 
 from rsr.sandbox import engine
+from rsr.sandbox.cache import cache_dir
 from rsr.tasks.load import TESTS_MOUNT, VERIFIER_LOG_DIR, LoadedTask
 
 KEEPALIVE = ["sleep", "infinity"]
@@ -45,17 +46,9 @@ class Snapshot:
         return self.host_dir / "verifier"
 
 
-def _scratch_root() -> Path:
-    base = os.environ.get("RSR_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "rsr")
-    root = Path(base) / "verify"
-    root.mkdir(parents=True, exist_ok=True)
-    return root
-
-
 def host_dirs(prefix: str) -> tuple[Path, Path, Path]:
     """A fresh per-sample (host dir, its tests/, its world-writable verifier/ for the reward)."""
-    host_dir = Path(tempfile.mkdtemp(prefix=prefix, dir=_scratch_root()))
+    host_dir = Path(tempfile.mkdtemp(prefix=prefix, dir=cache_dir("verify")))
     tests_dir, logs_dir = host_dir / "tests", host_dir / "verifier"
     tests_dir.mkdir()
     logs_dir.mkdir()

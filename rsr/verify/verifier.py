@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 import math
 import tarfile
 import time
@@ -109,16 +108,6 @@ def cap_output(text: str, limit: int = OUTPUT_CAP) -> str:
     return f"{text[:half]}\n[... {len(text) - limit} characters omitted ...]\n{text[-half:]}"
 
 
-def total_reward(metrics: dict[str, float]) -> float:
-    """The task's reward from reward.json metrics: `reward` when present, else the only metric;
-    with several metrics and no total, a task succeeds only if all of them do (the minimum)."""
-    if "reward" in metrics:
-        return metrics["reward"]
-    if len(metrics) == 1:
-        return next(iter(metrics.values()))
-    return min(metrics.values())
-
-
 def outcome_of(reward: float, milestones: dict[str, float]) -> tuple[bool, float]:
     """(passed, process): passed only for full success; process is the fraction of milestones
     passed, or equals passed for a task without milestones. Reports recompute scores with this."""
@@ -126,48 +115,6 @@ def outcome_of(reward: float, milestones: dict[str, float]) -> tuple[bool, float
     if milestones:
         return passed, sum(min(max(v, 0.0), 1.0) for v in milestones.values()) / len(milestones)
     return passed, 1.0 if passed else 0.0
-
-
-outcome = outcome_of
-
-
-def parse_reward(
-    text: str, kind: str, milestone_names: list[str]
-) -> tuple[float, dict[str, float], dict[str, float]]:
-    """(reward, milestones, all metrics) from reward.txt or reward.json content."""
-    if kind == "txt":
-        stripped = text.strip()
-        if not stripped:
-            raise ValueError("reward.txt is empty")
-        try:
-            reward = float(stripped.split()[0])
-        except ValueError as e:
-            raise ValueError(f"reward.txt is not a number: {stripped[:80]!r}") from e
-        if not math.isfinite(reward):
-            raise ValueError(f"reward.txt is not finite: {stripped[:80]!r}")
-        return reward, {}, {"reward": reward}
-
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"reward.json is not valid JSON: {e}") from e
-    if not isinstance(data, dict) or not data:
-        raise ValueError("reward.json must be a non-empty object of numeric metrics")
-    metrics: dict[str, float] = {}
-    for key, value in data.items():
-        if isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, int | float) or not math.isfinite(value):
-            raise ValueError(f"reward.json: metric {key!r} is not a finite number: {value!r}")
-        metrics[str(key)] = float(value)
-    reward = total_reward(metrics)
-    names = milestone_names or [k for k in metrics if k.startswith("milestone_")]
-    milestones = {}
-    for name in names:
-        if name not in metrics:
-            raise ValueError(f"reward.json lacks milestone {name!r} declared in task.toml")
-        milestones[name] = metrics[name]
-    return reward, milestones, metrics
 
 
 async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity: Integrity = "auto",
@@ -333,7 +280,6 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
     report.paths, report.allowed, report.survivors = audit_result.suspicious, audit_result.allowed, left
     output = cap_output(outcome.stdout.decode("utf-8", errors="replace")
                         + (("\n" + outcome.stderr.decode("utf-8", errors="replace")) if outcome.stderr else ""))
-    duration = time.monotonic() - started
     if outcome.timed_out:
         return _judged(_failed("verifier_timeout", f"verifier timed out after {timeout}s\n{output}", started,
                                returncode=outcome.returncode), report, False)
@@ -343,26 +289,31 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
     if isinstance(files, str):
         return _judged(_failed("malformed_reward", f"{files}\n{output}", started, returncode=outcome.returncode),
                        report, False)
-    txt, js = files.get("reward.txt"), files.get("reward.json")
+    result, warnings = _scored(task, files.get("reward.txt"), files.get("reward.json"), mode, outcome.returncode,
+                               output, started)
+    report.notes.extend(warnings)
+    return _judged(result, report, result.passed)
+
+
+def _scored(task: LoadedTask, txt: bytes | None, js: bytes | None, mode: Literal["strict", "warn"],
+            returncode: int | None, output: str, started: float) -> tuple[VerifierResult, list[str]]:
+    """The verdict from the reward files' contents (None: the file was not written), and the
+    reading's warnings."""
     _record_reward_files(txt, js)
     if txt is None and js is None:
-        why = "test script crashed" if outcome.returncode not in (0, 1) else "no reward file"
-        return _judged(_failed("missing_reward",
-                               f"{why}: {VERIFIER_LOG_DIR}/reward.txt or reward.json was not written "
-                               f"(test.sh exit {outcome.returncode})\n{output}", started,
-                               returncode=outcome.returncode), report, False)
+        why = "test script crashed" if returncode not in (0, 1) else "no reward file"
+        return _failed("missing_reward", f"{why}: {VERIFIER_LOG_DIR}/reward.txt or reward.json was not written "
+                       f"(test.sh exit {returncode})\n{output}", started, returncode=returncode), []
     try:
         reading = read_reward(txt, js, milestones=task.config.milestones,
-                              reward_range=tuple(cfg.reward_range or (0.0, 1.0)), strict=mode == "strict")
+                              reward_range=tuple(task.config.verifier.reward_range or (0.0, 1.0)),
+                              strict=mode == "strict")
     except RewardError as e:
-        return _judged(_failed("malformed_reward", f"{e}\n{output}", started, returncode=outcome.returncode),
-                       report, False)
-    report.notes.extend(reading.warnings)
+        return _failed("malformed_reward", f"{e}\n{output}", started, returncode=returncode), []
     passed, process = outcome_of(reading.reward, reading.milestones)
-    result = VerifierResult(passed=passed, reward=reading.reward, process=process, milestones=reading.milestones,
-                            metrics=reading.metrics, returncode=outcome.returncode, explanation=output,
-                            duration_sec=duration)
-    return _judged(result, report, passed)
+    return VerifierResult(passed=passed, reward=reading.reward, process=process, milestones=reading.milestones,
+                          metrics=reading.metrics, returncode=returncode, explanation=output,
+                          duration_sec=time.monotonic() - started), reading.warnings
 
 
 def _tb1_result(task: LoadedTask, parser: str, outcome: Any, output: str, files: dict[str, str],
@@ -472,15 +423,7 @@ async def _verify_in_place(task: LoadedTask, sbx: SandboxLike, started: float,
             files[name] = await sbx.read_file(f"{VERIFIER_LOG_DIR}/{name}", text=False)
         except FileNotFoundError:
             files[name] = None
-    if files["reward.txt"] is None and files["reward.json"] is None:
-        return _failed("missing_reward", f"no reward file (test.sh exit {result.returncode})\n{output}", started,
-                       returncode=result.returncode, integrity=report)
-    try:
-        reading = read_reward(files["reward.txt"], files["reward.json"], milestones=task.config.milestones,
-                              reward_range=tuple(cfg.reward_range or (0.0, 1.0)), strict=mode == "strict")
-    except RewardError as e:
-        return _failed("malformed_reward", f"{e}\n{output}", started, returncode=result.returncode, integrity=report)
-    passed, process = outcome_of(reading.reward, reading.milestones)
-    return VerifierResult(passed=passed, reward=reading.reward, process=process, milestones=reading.milestones,
-                          metrics=reading.metrics, returncode=result.returncode, explanation=output,
-                          duration_sec=time.monotonic() - started, integrity=report)
+    scored, warnings = _scored(task, files["reward.txt"], files["reward.json"], mode, result.returncode, output,
+                               started)
+    report.notes.extend(warnings)
+    return scored.model_copy(update={"integrity": report})

@@ -92,6 +92,8 @@ async def test_rsr_docker_files_move_through_the_engine_without_container_tools(
         assert await sbx.read_file("/deep/dir/data.bin", text=False) == bytes(range(256)) * 10
         await sbx.write_file("/tmp/note.txt", "ünïcode\n")
         assert await sbx.read_file("/tmp/note.txt") == "ünïcode\n"
+        await sbx.exec(["ln", "-s", "note.txt", "/tmp/link"])
+        assert await sbx.read_file("/tmp/link") == "ünïcode\n"  # followed, as `cat` would
         with pytest.raises(FileNotFoundError):
             await sbx.read_file("/nope.txt")
         with pytest.raises(IsADirectoryError):
