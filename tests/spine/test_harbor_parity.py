@@ -163,19 +163,68 @@ workdir = "/app"
 
 def unsupported_tasks(root: Path) -> dict[str, str]:
     """Tasks using Harbor features rsr does not run yet: Harbor must pass them, rsr must differ, and
-    lint must say so. When rsr learns a feature, its task moves to the agreeing set."""
+    lint must say so. When rsr learns a feature, its task moves to the agreeing set (none left)."""
+    return {}
+
+
+STEP_REWARD = "if [ -e /app/{a} ] && [ -e /app/{b} ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+
+
+def multi_step_tasks(root: Path) -> list[str]:
+    """Multi-step tasks and artifacts, run under both runners with the oracle and the null agent;
+    rewards must agree per step and per trial, and the collected artifacts file by file."""
     steps = '[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n'
     toml = SIMPLE_TOML.format(name="two-steps", top='multi_step_reward_strategy = "final"', verifier="") + steps
-    d = harbor_task(root, "two-steps", toml=toml,
-                    test_sh="if [ -e /app/one ] && [ -e /app/two ]; then echo 1; else echo 0; fi "
-                            "> /logs/verifier/reward.txt\n",
+    d = harbor_task(root, "two-steps", toml=toml, test_sh=STEP_REWARD.format(a="one", b="two"),
                     extra={"steps/one/instruction.md": "Create /app/one.\n",
                            "steps/one/solution/solve.sh": "touch /app/one\n",
                            "steps/two/instruction.md": "Create /app/two.\n",
                            "steps/two/solution/solve.sh": "touch /app/two\n"})
     shutil.rmtree(d / "solution")
     (d / "instruction.md").unlink()
-    return {"two-steps": "[[steps]]"}
+    # Mean of per-step rewards with a key only one step writes, a workdir with setup.sh, the
+    # step's own tests over the shared ones, a step timeout, and a min_reward gate that stops
+    # the trial before step "c" (the oracle's step b is only half right).
+    gated = SIMPLE_TOML.format(name="steps-gated", top="", verifier="") + (
+        '[[steps]]\nname = "a"\n[steps.agent]\ntimeout_sec = 30\n'
+        '[[steps]]\nname = "b"\nmin_reward = { reward = 1.0 }\n'
+        '[[steps]]\nname = "c"\n')
+    d = harbor_task(root, "steps-gated", toml=gated, test_sh="echo 0 > /logs/verifier/reward.txt\n", extra={
+        "steps/a/instruction.md": "Copy seed.txt to a.txt.\n",
+        "steps/a/workdir/seed.txt": "seeded\n",
+        "steps/a/workdir/setup.sh": "cat seed.txt seed.txt > /app/double.txt\n",
+        "steps/a/solution/solve.sh": "cp /app/seed.txt /app/a.txt\n",
+        "steps/a/tests/test.sh": 'if [ "$(cat /app/a.txt)" = seeded ] && [ "$(wc -l < /app/double.txt)" = 2 ]; '
+                                 "then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
+        "steps/b/instruction.md": "Write b.txt.\n",
+        "steps/b/solution/solve.sh": "echo half > /app/b.txt\n",
+        "steps/b/tests/test.sh": 'e=0; [ -e /app/b.txt ] && e=1; r=0; grep -qx half /app/b.txt 2>/dev/null && r=0.5; '
+                                 'echo "{\\"reward\\": $r, \\"exists\\": $e}" > /logs/verifier/reward.json\n',
+        "steps/c/instruction.md": "Write c.txt.\n",
+        "steps/c/solution/solve.sh": "touch /app/c.txt\n",
+        "steps/c/tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n"})
+    shutil.rmtree(d / "solution")
+    (d / "instruction.md").unlink()
+    # A step whose tests write no reward: Harbor's verifier raises, the trial stops there and
+    # has no rewards at all (mean over no step).
+    broken = SIMPLE_TOML.format(name="steps-no-reward", top="", verifier="") + steps
+    d = harbor_task(root, "steps-no-reward", toml=broken, test_sh="echo 1 > /logs/verifier/reward.txt\n", extra={
+        "steps/one/instruction.md": "Do nothing.\n",
+        "steps/one/tests/test.sh": "echo no reward here\n",
+        "steps/two/instruction.md": "Do nothing again.\n"})
+    (d / "instruction.md").unlink()
+    # Artifacts and collect hooks (single step): a file, a directory with an exclusion and a
+    # destination, the publish dir, a hook's output, and one that is never produced.
+    arts = SIMPLE_TOML.format(name="artifacts", top=(
+        'artifacts = ["/app/report.txt", { source = "/app/outdir", destination = "out", exclude = ["*.tmp"] }, '
+        '"/app/missing.txt"]'), verifier='[[verifier.collect]]\ncommand = "echo hooked > /app/outdir/hook.txt"')
+    harbor_task(root, "artifacts", toml=arts,
+                solve_sh="echo report > /app/report.txt\nmkdir -p /app/outdir /logs/artifacts\n"
+                         "echo keep > /app/outdir/keep.txt\necho drop > /app/outdir/x.tmp\n"
+                         "echo pub > /logs/artifacts/pub.txt\n",
+                test_sh='if [ "$(cat /app/outdir/hook.txt)" = hooked ]; then echo 1; else echo 0; fi '
+                        "> /logs/verifier/reward.txt\n")
+    return ["two-steps", "steps-gated", "steps-no-reward", "artifacts"]
 
 
 def harbor_copy(task_dir: Path, dest: Path) -> Path:
