@@ -64,6 +64,9 @@ def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: I
             "sandbox_network": sandbox_network(internet, bridge) if internet else "none",
             "verifier_mode": verifier_mode(cfg),
             "steps": [name for name, _ in task.step_instructions],
+            "multi_step_reward_strategy": (cfg.multi_step_reward_strategy or "mean") if cfg.steps else None,
+            # As Harbor hands them to the agent: what a harness may offer or name to the model.
+            "mcp_servers": [m.model_dump(exclude_defaults=True) for m in cfg.environment.mcp_servers],
             "parser_name": task.parser_name,
             "run_tests_in_same_shell": task.tb1.run_tests_in_same_shell if task.tb1 else None,
             "gpus": cfg.environment.gpus,

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from rsr.errors import DatasetLoadError, TaskFormatError
 from rsr.tasks.models import DatasetConfig, TaskConfig, TaskFormat, TB1SolutionStep, TB1TaskConfig
-from rsr.tasks.parity import harbor_differences
+from rsr.tasks.parity import harbor_differences, verifier_mode
 from rsr.tasks.paths import TaskPaths
 
 # Caches and VCS dirs that real corpora leave in tests/ or environment/.
@@ -316,15 +316,6 @@ def _compose_errors(path: Path) -> list[TaskFormatError]:
         return [TaskFormatError(path, "services", "expected a mapping of services")]
     return [TaskFormatError(path, f"services.{name}", "expected a mapping")
             for name, svc in services.items() if not isinstance(svc, dict)]
-
-
-def verifier_mode(config: TaskConfig, step: int | None = None) -> str:
-    """'shared' or 'separate': a step's own setting wins, else the task's (as in Harbor)."""
-    if step is not None:
-        own = config.steps[step].verifier
-        if own.environment_mode is not None or own.environment is not None:
-            return own.mode
-    return config.verifier.mode
 
 
 def _bundled_verifier(paths: TaskPaths, config: TaskConfig, step: int | None = None) -> bool:

@@ -331,7 +331,8 @@ def test_load_task_reads_each_step_of_a_multi_step_task(tmp_path: Path) -> None:
     task = load_task(d)
     assert task.step_instructions == (("scaffold", "Make the skeleton."), ("finish", "Finish it."))
     assert task.instruction == "Make the skeleton." and task.config.steps[1].verifier.timeout_sec == 10
-    assert any("[[steps]]" in x for x in task.harbor_differences())
+    # rsr runs steps as Harbor does: lint has nothing to say about them.
+    assert not any("[[steps]]" in x for x in task.harbor_differences())
 
 
 def test_load_task_names_the_missing_instruction_of_a_step(tmp_path: Path) -> None:
