@@ -21,7 +21,7 @@ from inspect_ai.solver._task_state import sample_state
 from inspect_ai.util import store
 
 from rsr.tasks.load import LoadedTask, task_from_metadata
-from rsr.verify.steps import STORE_CURRENT, STORE_STEPS, StepsRecord, run_steps
+from rsr.verify.steps import STORE_ARTIFACTS_DIR, STORE_CURRENT, STORE_STEPS, StepsRecord, run_steps
 
 
 def current_task(metadata: dict[str, Any]) -> LoadedTask:
@@ -61,7 +61,7 @@ def stepwise(agent: Agent) -> Agent:
             store().set(STORE_STEPS, record.model_dump())
 
         root = sample_artifacts_dir(task, getattr(ts, "uuid", None))
-        store().set("rsr/artifacts_dir", str(root))
+        store().set(STORE_ARTIFACTS_DIR, str(root))
         try:
             await run_steps(task, run_agent, artifacts_root=root, save=save,
                             integrity=metadata.get("integrity_policy") or "auto")

@@ -68,6 +68,7 @@ class Collected(BaseModel):
     """What one collection pass brought out of the sandbox."""
 
     dir: str
+    """The host directory holding the files ("" when nothing was collected)."""
     files: list[ArtifactFile] = Field(default_factory=list)
     manifest: list[ManifestEntry] = Field(default_factory=list)
     hooks: list[HookRun] = Field(default_factory=list)
@@ -85,13 +86,6 @@ def entries(task: LoadedTask) -> list[ArtifactSection]:
     if not any(_is_convention(a) for a in found):
         found.insert(0, ArtifactSection(source=CONVENTION_DIR))
     return found
-
-
-def needs_collection(task: LoadedTask) -> bool:
-    """False when nothing but the (usually empty) publish directory would be collected: the
-    scorer then still collects it, this only tells callers whether a task declares anything."""
-    return bool(task.config.artifacts or task.config.verifier.collect
-                or any(s.artifacts or s.verifier.collect for s in task.config.steps))
 
 
 def _is_convention(a: ArtifactSection) -> bool:
@@ -134,6 +128,10 @@ async def collect(task: LoadedTask, dest: Path) -> Collected:
         previous = json.loads(manifest.read_text()) if manifest.is_file() else []
         manifest.write_text(json.dumps([*previous, *(m.model_dump() for m in out.manifest)], indent=2))
     out.files = await asyncio.to_thread(_inventory, dest)
+    if not out.files:
+        # Nothing came out (most samples: an empty publish dir): keep the record, not the directory.
+        await asyncio.to_thread(shutil.rmtree, dest, True)
+        out.dir = ""
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
@@ -10,7 +11,7 @@ from inspect_ai.util import store
 
 from rsr.tasks.load import task_from_metadata
 from rsr.verify.artifacts import Collected, collect, sample_artifacts_dir
-from rsr.verify.steps import STORE_STEPS, StepsRecord, trial_result
+from rsr.verify.steps import STORE_ARTIFACTS_DIR, STORE_STEPS, StepsRecord, trial_result
 from rsr.verify.verifier import Integrity, VerifierResult, verify
 
 STORE_ARTIFACTS = "rsr/artifacts"
@@ -31,7 +32,11 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
             result, extra = _multi_step(task)
         else:
             # Harbor collects artifacts after the agent, before the tests.
-            collected = await collect(task, sample_artifacts_dir(task, getattr(state, "uuid", None)) / "artifacts")
+            root = sample_artifacts_dir(task, getattr(state, "uuid", None))
+            collected = await collect(task, root / "artifacts")
+            if not collected.files:
+                with contextlib.suppress(OSError):
+                    root.rmdir()  # nothing kept, no directory left behind
             store().set(STORE_ARTIFACTS, collected.model_dump())
             extra["artifacts"] = collected.model_dump()
             result = await verify(task, integrity=state.metadata.get("integrity_policy") or integrity)
@@ -65,6 +70,15 @@ def _multi_step(task: Any) -> tuple[VerifierResult, dict[str, Any]]:
     record = StepsRecord.model_validate(raw)
     result = trial_result(record)
     steps = [s.model_dump(exclude={"explanation"}) for s in record.steps]
-    artifacts = [Collected.model_validate(s.artifacts).model_dump() for s in record.steps if s.artifacts]
+    # One list for the whole sample, paths as in a Harbor trial dir (steps/<name>/artifacts/...).
+    root = store().get(STORE_ARTIFACTS_DIR) or ""
+    merged = Collected(dir=root if any(s.artifacts and s.artifacts.files for s in record.steps) else "")
+    for s in record.steps:
+        if s.artifacts is not None:
+            prefix = f"steps/{s.name}/artifacts/"
+            merged.files += [f.model_copy(update={"path": prefix + f.path}) for f in s.artifacts.files]
+            merged.manifest += s.artifacts.manifest
+            merged.hooks += s.artifacts.hooks
+    store().set(STORE_ARTIFACTS, merged.model_dump())
     return result, {"steps": steps, "strategy": record.strategy, "trial_rewards": record.rewards,
-                    "artifacts": artifacts}
+                    "artifacts": merged.model_dump()}

@@ -18,6 +18,7 @@ reward the scorer reports.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +32,8 @@ from rsr.verify.verifier import VerifierResult, cap_output, verify
 
 STORE_STEPS = "rsr/steps"
 """Sample store key: the `StepsRecord` of a multi-step sample (written after every step)."""
+STORE_ARTIFACTS_DIR = "rsr/artifacts_dir"
+"""Sample store key: the sample's host directory of collected artifacts (steps/<name>/artifacts/)."""
 STORE_CURRENT = "rsr/current_step"
 """Sample store key: the index of the step whose agent is running (None between steps)."""
 
@@ -173,6 +176,8 @@ async def run_steps(task: LoadedTask, run_agent: Callable[[LoadedTask], Awaitabl
             break
     if save is not None:
         save(record)
+    if artifacts_root.is_dir() and not any(p.is_file() for p in artifacts_root.rglob("*")):
+        shutil.rmtree(artifacts_root, ignore_errors=True)
     return record
 
 

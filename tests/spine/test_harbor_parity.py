@@ -312,9 +312,10 @@ def start_harbor(tasks: list[Path], workdir: Path, agent: str = "oracle") -> sub
                                  "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
 
 
-def artifact_files(root: Path) -> dict[str, str]:
+def artifact_files(where: Path | str | None) -> dict[str, str]:
     """Collected file -> sha256 below an artifacts directory (Harbor's manifest aside)."""
-    if not root.is_dir():
+    root = Path(where) if where else None  # rsr records "" when it kept nothing
+    if root is None or not root.is_dir():
         return {}
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file() and p.name != "manifest.json"}
@@ -352,9 +353,9 @@ def run_rsr(root: Path, workdir: Path, agent: Any = oracle,
         meta = score.metadata or {}
         steps = [{"name": st["name"], "rewards": st["rewards"]} for st in meta.get("steps") or []]
         if steps:
-            arts = {st["name"]: artifact_files(Path(a["dir"])) for st, a in zip(steps, meta["artifacts"], strict=True)}
+            arts = {st["name"]: artifact_files((st.get("artifacts") or {}).get("dir")) for st in meta["steps"]}
         else:
-            arts = artifact_files(Path(meta["artifacts"]["dir"])) if meta.get("artifacts") else {}
+            arts = artifact_files((meta.get("artifacts") or {}).get("dir"))
         out[str(s.id)] = {"rewards": dict(meta.get("metrics") or {}), "steps": steps, "artifacts": arts,
                           "probes": parse_probes(score.explanation or ""), "error": meta.get("error")}
     return out
