@@ -61,10 +61,25 @@ class IntegrityReport(BaseModel):
     fresh: the same with a network of its own; live: the agent's container (its processes
     alive); separate: the task's own verifier environment (`environment_mode = "separate"`), which
     sees only the agent's artifacts; in-place: a sandbox without engine access (no audit)."""
+    trust: Literal["deliverables", "audited", "harbor", "live", "separate", "none"] = "none"
+    """What reached the checker: deliverables (only the task's workdir and declared changes, the
+    allowlist), audited (every change but start-up hooks, judged by the residual audit: strict
+    mode on a task that declares nothing), harbor (every change, as Harbor's tests see them),
+    live (the agent's own container), separate (only the agent's artifacts), none (no engine)."""
     verdict: Literal["clean", "warning", "tampered", "unchecked"] = "clean"
     paths: list[str] = Field(default_factory=list)
     """Suspicious filesystem changes, 'path: why'."""
     allowed: list[str] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list)
+    """Changes that did not reach the checker, 'path: why' (at most 200 listed)."""
+    dropped_count: int = 0
+    kept: int = 0
+    """How many of the agent's changes reached the checker."""
+    changes_sha256: str | None = None
+    """Digest of the archive of kept changes the tests ran on (what an evidence bundle holds)."""
+    hardened: bool = False
+    """Strict mode's checker boundary applied: /tests read-only and root-only, seccomp
+    refusing ptrace and kin, no privileges gained through exec."""
     survivors: list[str] = Field(default_factory=list)
     """Processes that outlived the tests in the verification container."""
     notes: list[str] = Field(default_factory=list)
@@ -82,6 +97,9 @@ class VerifierResult(BaseModel):
     returncode: int | None = None
     duration_sec: float | None = None
     integrity: IntegrityReport | None = None
+    evidence: Any = Field(default=None, exclude=True)
+    """The `rsr.verify.deliverables.Changes` the tests ran on, when the caller asked to keep
+    them (`verify(..., keep_evidence=True)`); the caller owns its archive file."""
 
     def score_value(self) -> dict[str, float]:
         return {"passed": 1.0 if self.passed else 0.0, "reward": self.reward, "process": self.process}
@@ -118,7 +136,8 @@ def outcome_of(reward: float, milestones: dict[str, float]) -> tuple[bool, float
 
 
 async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity: Integrity = "auto",
-                 isolation: Literal["snapshot", "fresh", "live"] | None = None, final: bool = True) -> VerifierResult:
+                 isolation: Literal["snapshot", "fresh", "live"] | None = None, final: bool = True,
+                 keep_evidence: bool = False) -> VerifierResult:
     """Run the task's hidden tests against the agent's work and read the reward.
 
     On a Docker-backed sandbox (ours or Inspect's compose one) the tests run in a verification
@@ -156,7 +175,7 @@ async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity:
         container = await container_of(sbx)
         if container is None:
             return await _verify_in_place(task, sbx, started, mode)
-        return await _verify_engine(task, sbx, container, started, mode, chosen)
+        return await _verify_engine(task, sbx, container, started, mode, chosen, keep_evidence)
     except Exception as e:  # noqa: BLE001 - cancellation is a BaseException and still propagates
         storage = getattr(getattr(sbx, "_sandbox", sbx), "storage_exceeded", None)
         if storage:
@@ -197,14 +216,16 @@ async def container_of(sbx: Any) -> str | None:
 
 async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: float,
                          mode: Literal["strict", "warn"],
-                         isolation: Literal["snapshot", "fresh", "live"]) -> VerifierResult:
+                         isolation: Literal["snapshot", "fresh", "live"],
+                         keep_evidence: bool = False) -> VerifierResult:
     from rsr.sandbox import engine
     from rsr.tasks.load import verifier_mode
-    from rsr.verify import integrity, separate, snapshot
+    from rsr.verify import deliverables, integrity, separate, snapshot
 
     # Harbor's separate verifier environment: nothing of the agent's but its artifacts crosses over.
     apart = verifier_mode(task.config) == "separate" and not task.config.steps
-    report = IntegrityReport(mode=mode, isolation="separate" if apart else isolation)
+    report = IntegrityReport(mode=mode, isolation="separate" if apart else isolation,
+                             trust="separate" if apart else "live" if isolation == "live" else "none")
     allow = task.config.verifier.allow_changes or []
     limit_mb = task.config.environment.storage_mb
     if limit_mb:
@@ -261,6 +282,9 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
             snap = await asyncio.to_thread(separate.create, container, task)
         else:
             snap = await asyncio.to_thread(snapshot.create, container, task, isolation == "snapshot")
+        return await run_in(snap)
+
+    async def run_in(snap: snapshot.Snapshot) -> tuple[Any, list[str], dict[str, bytes | None] | str]:
         try:
             outcome = await asyncio.to_thread(engine.run_exec, snap.container, command, env=env, user=cfg.user,
                                               cwd=task.workdir or snap.working_dir, timeout=timeout)
@@ -276,8 +300,71 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         finally:
             await asyncio.to_thread(snapshot.destroy, snap)
 
-    audit_result, (outcome, left, files) = await asyncio.gather(run_audit(), run_tests())
+    carried = None
+    if not apart and isolation != "live":
+        plan = deliverables.plan_for(mode, task.workdir or await asyncio.to_thread(_working_dir, container),
+                                     task.config.verifier.allow_changes)
+        try:
+            carried = await asyncio.to_thread(deliverables.capture, container, plan)
+        except deliverables.CaptureUnavailable as e:
+            report.notes.append(f"{e}: the tests run on a commit of the agent's container, audited live")
+    if carried is not None:
+        try:
+            report.trust = carried.plan.trust
+            report.kept, report.changes_sha256 = len(carried.kept) + len(carried.deleted), carried.archive_sha256
+            report.dropped, report.dropped_count = carried.dropped[:200], len(carried.dropped)
+            report.hardened = mode == "strict"
+            snap = await asyncio.to_thread(snapshot.create_pristine, container, task, carried.image,
+                                           join_network=isolation == "snapshot", hardened=report.hardened)
+            try:
+                t0 = time.monotonic()
+                audit_result = await asyncio.to_thread(_audit_carried, snap.container, carried, allow, task.workdir)
+                report.audit_sec = time.monotonic() - t0
+                await asyncio.to_thread(deliverables.apply, snap.container, carried)
+            except BaseException:
+                await asyncio.to_thread(snapshot.destroy, snap)
+                raise
+            outcome, left, files = await run_in(snap)
+        except BaseException:
+            carried.discard()
+            raise
+    else:
+        if report.trust == "none" and not apart:
+            report.trust = "live" if isolation == "live" else "audited" if mode == "strict" else "harbor"
+        audit_result, (outcome, left, files) = await asyncio.gather(run_audit(), run_tests())
     report.paths, report.allowed, report.survivors = audit_result.suspicious, audit_result.allowed, left
+    judged = await _finish(task, parser, outcome, files, left, tb1_files, report, mode, timeout, started)
+    if carried is not None:
+        if keep_evidence:
+            judged.evidence = carried
+        else:
+            carried.discard()
+    return judged
+
+
+def _working_dir(container: str) -> str:
+    from rsr.sandbox import engine
+
+    return engine.api().inspect_container(container)["Config"].get("WorkingDir") or "/"
+
+
+def _audit_carried(pristine: str, carried: Any, allow: list[str], workdir: str | None) -> Any:
+    """The residual audit over what the tests will run on, against the pristine container."""
+    from rsr.verify import integrity
+
+    if not carried.kept and not carried.deleted:
+        return integrity.AuditReport()
+    sites, stdlib = integrity.python_dirs(pristine, carried.image)
+    info = carried.container.get("Config") or {}
+    path_env = next((e.split("=", 1)[1] for e in info.get("Env") or [] if e.startswith("PATH=")), None)
+    changes = integrity.changes_of(carried.kept, carried.added, carried.deleted)
+    return integrity.audit_changes(pristine, changes, allow, path_env, sites,
+                                   workdir or info.get("WorkingDir") or "/", stdlib, carried.package_test())
+
+
+async def _finish(task: LoadedTask, parser: str | None, outcome: Any, files: dict[str, bytes | None] | str,
+                  left: list[str], tb1_files: dict[str, str], report: IntegrityReport,
+                  mode: Literal["strict", "warn"], timeout: int, started: float) -> VerifierResult:
     output = cap_output(outcome.stdout.decode("utf-8", errors="replace")
                         + (("\n" + outcome.stderr.decode("utf-8", errors="replace")) if outcome.stderr else ""))
     if outcome.timed_out:
