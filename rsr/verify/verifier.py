@@ -214,6 +214,113 @@ async def container_of(sbx: Any) -> str | None:
     return None
 
 
+class _TestRun:
+    """How the task's tests are run and their outputs read, wherever they run."""
+
+    def __init__(self, task: LoadedTask) -> None:
+        cfg = task.config.verifier
+        self.task = task
+        self.user = cfg.user
+        self.env = {k: expand_env(v) for k, v in cfg.env.items()}
+        self.timeout = max(1, int(math.ceil(cfg.timeout_sec)))
+        # Terminal-Bench 1 tasks with a parser are scored from the test run's output, as TB1 did.
+        self.parser = task.parser_name
+        self.command = ["/bin/bash", "-c", task.tb1_run_tests_command() if self.parser else task.test_command()]
+        self.tb1_files: dict[str, str] = {}
+
+    async def read_tb1_files(self, where: str) -> None:
+        if self.parser != "long_cli":
+            return
+        from rsr.sandbox import engine
+        from rsr.verify.tb1_parsers import LONG_CLI_FILES, LONG_CLI_OUTPUT_DIR
+
+        found = await asyncio.to_thread(engine.get_files, where, LONG_CLI_OUTPUT_DIR, list(LONG_CLI_FILES))
+        self.tb1_files.update({k: v.decode("utf-8", errors="replace") for k, v in found.items() if v is not None})
+
+    async def in_live(self, container: str, cwd: str | None) -> tuple[Any, list[str], dict[str, bytes | None] | str]:
+        from rsr.sandbox import engine
+
+        await _install_tests_live(self.task, container)
+        outcome = await asyncio.to_thread(engine.run_exec, container, self.command, env=self.env, user=self.user,
+                                          cwd=cwd, timeout=self.timeout)
+        await self.read_tb1_files(container)
+        try:
+            files = await asyncio.to_thread(engine.get_files, container, VERIFIER_LOG_DIR,
+                                            ["reward.txt", "reward.json"])
+        except ValueError as e:
+            return outcome, [], str(e)
+        return outcome, [], dict(files)
+
+    async def in_snapshot(self, snap: Any) -> tuple[Any, list[str], dict[str, bytes | None] | str]:
+        """Run in a verification container and remove it afterwards."""
+        from rsr.sandbox import engine
+        from rsr.verify import snapshot
+
+        try:
+            outcome = await asyncio.to_thread(engine.run_exec, snap.container, self.command, env=self.env,
+                                              user=self.user, cwd=self.task.workdir or snap.working_dir,
+                                              timeout=self.timeout)
+            left = await asyncio.to_thread(snapshot.survivors, snap.container)
+            # Nothing may write the reward after this point: stop every process first.
+            await asyncio.to_thread(snapshot.freeze, snap.container)
+            await self.read_tb1_files(snap.container)
+            try:
+                files = snapshot.read_reward_files(snap.logs_dir)
+            except ValueError as e:
+                return outcome, left, str(e)
+            return outcome, left, files
+        finally:
+            await asyncio.to_thread(snapshot.destroy, snap)
+
+
+async def _check_carried(task: LoadedTask, carried: Any, report: IntegrityReport, run: _TestRun,
+                         agent_container: str | None, join_network: bool) -> tuple[Any, Any, list[str], Any]:
+    """The tests on a fresh container of the pristine image with `carried` applied:
+    (residual audit, outcome, survivors, reward files)."""
+    from rsr.verify import deliverables, snapshot
+
+    report.trust = carried.plan.trust
+    report.kept, report.changes_sha256 = len(carried.kept) + len(carried.deleted), carried.archive_sha256
+    report.dropped, report.dropped_count = carried.dropped[:200], len(carried.dropped)
+    report.hardened = report.mode == "strict"
+    snap = await asyncio.to_thread(snapshot.create_pristine, agent_container, task, carried.image,
+                                   join_network=join_network, hardened=report.hardened,
+                                   template=None if agent_container else carried.container)
+    try:
+        t0 = time.monotonic()
+        audit_result = await asyncio.to_thread(_audit_carried, snap.container, carried,
+                                               task.config.verifier.allow_changes or [], task.workdir)
+        report.audit_sec = time.monotonic() - t0
+        await asyncio.to_thread(deliverables.apply, snap.container, carried)
+    except BaseException:
+        await asyncio.to_thread(snapshot.destroy, snap)
+        raise
+    outcome, left, files = await run.in_snapshot(snap)
+    return audit_result, outcome, left, files
+
+
+async def verify_changes(task: LoadedTask, changes: Any, *, integrity: Integrity = "auto",
+                         network_container: str | None = None) -> VerifierResult:
+    """The task's tests on a fresh container of `changes.image` with `changes` (an
+    `rsr.verify.deliverables.Changes`, e.g. from an evidence bundle) applied: no model, no agent.
+    What a regrade runs. `network_container`: a container whose network namespace the tests
+    join (a service to query); by default they get no network. The verdict is judged under the
+    plan the changes were captured with (`changes.plan`), whatever `integrity` says about
+    strictness of reading."""
+    started = time.monotonic()
+    mode = strictness(task, integrity)
+    report = IntegrityReport(mode=mode, isolation="snapshot" if network_container else "fresh")
+    run = _TestRun(task)
+    try:
+        audit_result, outcome, left, files = await _check_carried(task, changes, report, run, network_container,
+                                                                  network_container is not None)
+    except Exception as e:  # noqa: BLE001 - a regrade reports, it does not crash
+        return _failed("sandbox_error", f"the verification container failed: {type(e).__name__}: {e}", started,
+                       integrity=report)
+    report.paths, report.allowed, report.survivors = audit_result.suspicious, audit_result.allowed, left
+    return _finish(task, run, outcome, files, report, mode, started)
+
+
 async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: float,
                          mode: Literal["strict", "warn"],
                          isolation: Literal["snapshot", "fresh", "live"],
@@ -234,8 +341,10 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         if used > limit_mb * 1024 * 1024:
             return _failed("storage_exceeded", f"the sandbox wrote {used / 2**20:.0f} MB, above the task's "
                            f"storage limit of {limit_mb} MB", started, integrity=report)
+    run = _TestRun(task)
 
-    async def run_audit() -> integrity.AuditReport:
+    async def live_audit() -> integrity.AuditReport:
+        """The fallback and live modes' audit: the agent container's changes as they are now."""
         if apart:
             return integrity.AuditReport()  # the agent's filesystem is not what the tests run on
         t0 = time.monotonic()
@@ -248,57 +357,15 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         report.audit_sec = time.monotonic() - t0
         return found
 
-    cfg = task.config.verifier
-    env = {k: expand_env(v) for k, v in cfg.env.items()}
-    timeout = max(1, int(math.ceil(cfg.timeout_sec)))
-    # Terminal-Bench 1 tasks with a parser are scored from the test run's output, as TB1 did.
-    parser = task.parser_name
-    command = ["/bin/bash", "-c", task.tb1_run_tests_command() if parser else task.test_command()]
-    tb1_files: dict[str, str] = {}
-
-    async def read_tb1_files(where: str) -> None:
-        if parser != "long_cli":
-            return
-        from rsr.verify.tb1_parsers import LONG_CLI_FILES, LONG_CLI_OUTPUT_DIR
-
-        found = await asyncio.to_thread(engine.get_files, where, LONG_CLI_OUTPUT_DIR, list(LONG_CLI_FILES))
-        tb1_files.update({k: v.decode("utf-8", errors="replace") for k, v in found.items() if v is not None})
-
-    async def run_tests() -> tuple[Any, list[str], dict[str, bytes | None] | str]:
+    async def run_elsewhere() -> tuple[Any, list[str], dict[str, bytes | None] | str]:
         if isolation == "live" and not apart:
-            await _install_tests_live(task, container)
-            outcome = await asyncio.to_thread(engine.run_exec, container, command, env=env, user=cfg.user,
-                                              cwd=task.workdir or getattr(getattr(sbx, "_sandbox", sbx),
-                                                                          "working_dir", None),
-                                              timeout=timeout)
-            await read_tb1_files(container)
-            try:
-                files = await asyncio.to_thread(engine.get_files, container, VERIFIER_LOG_DIR,
-                                                ["reward.txt", "reward.json"])
-            except ValueError as e:
-                return outcome, [], str(e)
-            return outcome, [], {f"{k}": v for k, v in files.items()}
+            return await run.in_live(container, task.workdir or getattr(getattr(sbx, "_sandbox", sbx),
+                                                                        "working_dir", None))
         if apart:
             snap = await asyncio.to_thread(separate.create, container, task)
         else:
             snap = await asyncio.to_thread(snapshot.create, container, task, isolation == "snapshot")
-        return await run_in(snap)
-
-    async def run_in(snap: snapshot.Snapshot) -> tuple[Any, list[str], dict[str, bytes | None] | str]:
-        try:
-            outcome = await asyncio.to_thread(engine.run_exec, snap.container, command, env=env, user=cfg.user,
-                                              cwd=task.workdir or snap.working_dir, timeout=timeout)
-            left = await asyncio.to_thread(snapshot.survivors, snap.container)
-            # Nothing may write the reward after this point: stop every process first.
-            await asyncio.to_thread(snapshot.freeze, snap.container)
-            await read_tb1_files(snap.container)
-            try:
-                files = snapshot.read_reward_files(snap.logs_dir)
-            except ValueError as e:
-                return outcome, left, str(e)
-            return outcome, left, files
-        finally:
-            await asyncio.to_thread(snapshot.destroy, snap)
+        return await run.in_snapshot(snap)
 
     carried = None
     if not apart and isolation != "live":
@@ -310,30 +377,17 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
             report.notes.append(f"{e}: the tests run on a commit of the agent's container, audited live")
     if carried is not None:
         try:
-            report.trust = carried.plan.trust
-            report.kept, report.changes_sha256 = len(carried.kept) + len(carried.deleted), carried.archive_sha256
-            report.dropped, report.dropped_count = carried.dropped[:200], len(carried.dropped)
-            report.hardened = mode == "strict"
-            snap = await asyncio.to_thread(snapshot.create_pristine, container, task, carried.image,
-                                           join_network=isolation == "snapshot", hardened=report.hardened)
-            try:
-                t0 = time.monotonic()
-                audit_result = await asyncio.to_thread(_audit_carried, snap.container, carried, allow, task.workdir)
-                report.audit_sec = time.monotonic() - t0
-                await asyncio.to_thread(deliverables.apply, snap.container, carried)
-            except BaseException:
-                await asyncio.to_thread(snapshot.destroy, snap)
-                raise
-            outcome, left, files = await run_in(snap)
+            audit_result, outcome, left, files = await _check_carried(task, carried, report, run, container,
+                                                                      isolation == "snapshot")
         except BaseException:
             carried.discard()
             raise
     else:
-        if report.trust == "none" and not apart:
-            report.trust = "live" if isolation == "live" else "audited" if mode == "strict" else "harbor"
-        audit_result, (outcome, left, files) = await asyncio.gather(run_audit(), run_tests())
+        if report.trust == "none":
+            report.trust = "audited" if mode == "strict" else "harbor"
+        audit_result, (outcome, left, files) = await asyncio.gather(live_audit(), run_elsewhere())
     report.paths, report.allowed, report.survivors = audit_result.suspicious, audit_result.allowed, left
-    judged = await _finish(task, parser, outcome, files, left, tb1_files, report, mode, timeout, started)
+    judged = _finish(task, run, outcome, files, report, mode, started)
     if carried is not None:
         if keep_evidence:
             judged.evidence = carried
@@ -362,9 +416,9 @@ def _audit_carried(pristine: str, carried: Any, allow: list[str], workdir: str |
                                    workdir or info.get("WorkingDir") or "/", stdlib, carried.package_test())
 
 
-async def _finish(task: LoadedTask, parser: str | None, outcome: Any, files: dict[str, bytes | None] | str,
-                  left: list[str], tb1_files: dict[str, str], report: IntegrityReport,
-                  mode: Literal["strict", "warn"], timeout: int, started: float) -> VerifierResult:
+def _finish(task: LoadedTask, run: _TestRun, outcome: Any, files: dict[str, bytes | None] | str,
+            report: IntegrityReport, mode: Literal["strict", "warn"], started: float) -> VerifierResult:
+    parser, timeout, tb1_files = run.parser, run.timeout, run.tb1_files
     output = cap_output(outcome.stdout.decode("utf-8", errors="replace")
                         + (("\n" + outcome.stderr.decode("utf-8", errors="replace")) if outcome.stderr else ""))
     if outcome.timed_out:
