@@ -133,12 +133,32 @@ PYTEST_ROOT_FILES = ("/conftest.py", "/pytest.ini", "/tox.ini", "/setup.cfg", "/
 def audit(container: str, allow_changes: list[str], path_env: str | None = None,
           site_dirs: list[str] | None = None, workdir: str | None = None,
           stdlib_dirs: list[str] | None = None) -> AuditReport:
-    """Audit `container`'s changes against its image (see the module docstring). `workdir` is
-    where the tests run: Python puts it first on sys.path for `python -m ...`, so a new module
-    there that shadows an installed or standard one (`pytest/`, `unittest.py`) is judged too."""
+    """Audit `container`'s changes against its image (see the module docstring): the fallback
+    for engines whose storage this host cannot read (the verifier otherwise audits the changes
+    it carries, `audit_changes`)."""
     changes = overlay_changes(container)
     if changes is None:
         changes = engine.api().diff(container) or []
+    return audit_changes(container, changes, allow_changes, path_env, site_dirs, workdir, stdlib_dirs)
+
+
+def changes_of(kept: list[str], added: list[str], deleted: list[str]) -> list[dict[str, Any]]:
+    """The engine-diff shape of a carried change set (`rsr.verify.deliverables.Changes`)."""
+    new = set(added)
+    return ([{"Path": p, "Kind": ADDED if p in new else MODIFIED} for p in kept]
+            + [{"Path": p, "Kind": DELETED} for p in deleted])
+
+
+def audit_changes(container: str, changes: list[dict[str, Any]], allow_changes: list[str],
+                  path_env: str | None = None, site_dirs: list[str] | None = None, workdir: str | None = None,
+                  stdlib_dirs: list[str] | None = None, is_package=None) -> AuditReport:  # noqa: ANN001
+    """Judge `changes` (engine-diff entries) against `container`, which must show the image's
+    files (a pristine verification container before the changes go in). `workdir` is where
+    the tests run: Python puts it first on sys.path for `python -m ...`, so a new module there
+    that shadows an installed or standard one (`pytest/`, `unittest.py`) is judged too.
+    `is_package(path)`: whether a new directory is a regular package (has `__init__`): a
+    directory without one never shadows a module (Python prefers any regular module or package
+    it finds later on the path over a namespace portion)."""
     report = AuditReport(changes=len(changes))
     path_dirs = [d for d in (path_env or DEFAULT_PATH).split(":") if d.startswith("/")]
     added = {c["Path"] for c in changes if c["Kind"] == ADDED}
@@ -163,6 +183,8 @@ def audit(container: str, allow_changes: list[str], path_env: str | None = None,
             continue
         if kind == MODIFIED and path in parents:
             continue
+        if kind == ADDED and is_package is not None and is_package(path) is False:
+            continue  # a new directory that is no regular package: data, not a module
         why = _suspicious(path, kind, path_dirs, lib_dirs_seen, site_dirs or [], exists)
         if why is None and kind != DELETED and path in PYTEST_ROOT_FILES:
             why = "pytest configuration above the tests (makes / pytest's rootdir)"
@@ -260,3 +282,14 @@ def python_stdlib_dirs(container: str) -> list[str]:
     candidates = [f"{prefix}/lib/python{v}" for prefix in ("/usr/local", "/usr") for v in ("3.13", "3.12", "3.11",
                                                                                            "3.10", "3.9")]
     return [c for c in candidates if _exists(container, f"{c}/os.py")]
+
+
+_PYTHON_DIRS: dict[str, tuple[list[str], list[str]]] = {}
+
+
+def python_dirs(container: str, image: str) -> tuple[list[str], list[str]]:
+    """(site dirs, stdlib dirs) of a pristine container of `image`: facts of the image, looked
+    up once per image and process."""
+    if image not in _PYTHON_DIRS:
+        _PYTHON_DIRS[image] = (python_site_dirs(container), python_stdlib_dirs(container))
+    return _PYTHON_DIRS[image]

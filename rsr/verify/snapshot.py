@@ -70,6 +70,69 @@ def stage_tests(task: LoadedTask, tests_dir: Path) -> None:
         d.chmod(0o755)
 
 
+def create_pristine(agent_container: str | None, task: LoadedTask, image: str, *, join_network: bool = True,
+                    hardened: bool = False, template: dict[str, Any] | None = None) -> Snapshot:
+    """Start a verification container of the pristine task `image` (the agent's changes are
+    applied afterwards, `rsr.verify.deliverables.apply`). Limits, environment and working
+    directory come from the agent container's configuration (`template`: an inspect_container
+    result, for a regrade whose agent container is long gone); with `join_network` it shares
+    the agent container's network namespace.
+
+    `hardened` (strict mode): /tests read-only and, when the tests run as root, /tests and
+    /logs/verifier are root-only, so a deliverable the tests run unprivileged reads neither;
+    the seccomp boundary of `rsr.verify.seccomp`; no privileges gained through exec."""
+    api = engine.api()
+    source = template or api.inspect_container(agent_container)
+    host_dir, tests_dir, logs_dir = host_dirs("sample-")
+    stage_tests(task, tests_dir)
+    cfg_user = task.config.verifier.user
+    if hardened and cfg_user in (None, "", "root", "0"):
+        for d in [tests_dir, *[p for p in tests_dir.rglob("*") if p.is_dir()]]:
+            d.chmod(0o700)
+        logs_dir.chmod(0o700)
+    limits = source["HostConfig"]
+    config = source["Config"]
+    env = list(config.get("Env") or [])
+    path_env = next((e.split("=", 1)[1] for e in env if e.startswith("PATH=")), None)
+    labels = dict(config.get("Labels") or {})
+    labels.update({engine.LABEL_SANDBOX: "rsr-verify", engine.LABEL_OWNER: str(os.getpid()),
+                   engine.LABEL_ROLE: "verifier"})
+    network = "none"
+    if agent_container and join_network:
+        network = f"container:{agent_container}"
+    elif not join_network:
+        network = _own_network(limits)
+    from rsr.verify.seccomp import security_options
+
+    host: dict[str, Any] = {
+        "network_mode": network,
+        "nano_cpus": limits.get("NanoCpus") or None,
+        "mem_limit": limits.get("Memory") or None,
+        "memswap_limit": limits.get("MemorySwap") or None,
+        "pids_limit": limits.get("PidsLimit") or None,
+        "binds": {str(tests_dir): {"bind": TESTS_MOUNT, "mode": "ro" if hardened else "rw"},
+                  str(logs_dir): {"bind": VERIFIER_LOG_DIR, "mode": "rw"}},
+        "device_requests": limits.get("DeviceRequests") or None,
+        # The agent's volumes (an image's VOLUME, a compose volume) are not in its layer: the
+        # tests see them as the agent left them, as under Harbor.
+        "volumes_from": [agent_container] if agent_container and source.get("Mounts") else None,
+        "security_opt": security_options() if hardened else None,
+    }
+    try:
+        created = api.create_container(
+            image, command=KEEPALIVE, entrypoint=[], working_dir=config.get("WorkingDir") or None,
+            environment=env, labels=labels, stop_signal="SIGKILL",
+            host_config=api.create_host_config(**{k: v for k, v in host.items() if v is not None}))
+        container = created["Id"]
+        api.start(container)
+    except Exception:
+        shutil.rmtree(host_dir, ignore_errors=True)
+        raise
+    # The image is the task's, not ours: destroy() must not remove it.
+    return Snapshot(container=container, image="", host_dir=host_dir,
+                    working_dir=config.get("WorkingDir") or "/", path_env=path_env)
+
+
 def create(agent_container: str, task: LoadedTask, join_network: bool = True) -> Snapshot:
     """Commit the agent's container and start a verification container from it; with
     `join_network=False` it gets a network of its own (none, or the agent's kind of network

@@ -61,10 +61,25 @@ class IntegrityReport(BaseModel):
     fresh: the same with a network of its own; live: the agent's container (its processes
     alive); separate: the task's own verifier environment (`environment_mode = "separate"`), which
     sees only the agent's artifacts; in-place: a sandbox without engine access (no audit)."""
+    trust: Literal["deliverables", "audited", "harbor", "live", "separate", "none"] = "none"
+    """What reached the checker: deliverables (only the task's workdir and declared changes, the
+    allowlist), audited (every change but start-up hooks, judged by the residual audit: strict
+    mode on a task that declares nothing), harbor (every change, as Harbor's tests see them),
+    live (the agent's own container), separate (only the agent's artifacts), none (no engine)."""
     verdict: Literal["clean", "warning", "tampered", "unchecked"] = "clean"
     paths: list[str] = Field(default_factory=list)
     """Suspicious filesystem changes, 'path: why'."""
     allowed: list[str] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list)
+    """Changes that did not reach the checker, 'path: why' (at most 200 listed)."""
+    dropped_count: int = 0
+    kept: int = 0
+    """How many of the agent's changes reached the checker."""
+    changes_sha256: str | None = None
+    """Digest of the archive of kept changes the tests ran on (what an evidence bundle holds)."""
+    hardened: bool = False
+    """Strict mode's checker boundary applied: /tests read-only and root-only, seccomp
+    refusing ptrace and kin, no privileges gained through exec."""
     survivors: list[str] = Field(default_factory=list)
     """Processes that outlived the tests in the verification container."""
     notes: list[str] = Field(default_factory=list)
@@ -82,6 +97,9 @@ class VerifierResult(BaseModel):
     returncode: int | None = None
     duration_sec: float | None = None
     integrity: IntegrityReport | None = None
+    evidence: Any = Field(default=None, exclude=True)
+    """The `rsr.verify.deliverables.Changes` the tests ran on, when the caller asked to keep
+    them (`verify(..., keep_evidence=True)`); the caller owns its archive file."""
 
     def score_value(self) -> dict[str, float]:
         return {"passed": 1.0 if self.passed else 0.0, "reward": self.reward, "process": self.process}
@@ -118,7 +136,8 @@ def outcome_of(reward: float, milestones: dict[str, float]) -> tuple[bool, float
 
 
 async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity: Integrity = "auto",
-                 isolation: Literal["snapshot", "fresh", "live"] | None = None, final: bool = True) -> VerifierResult:
+                 isolation: Literal["snapshot", "fresh", "live"] | None = None, final: bool = True,
+                 keep_evidence: bool = False) -> VerifierResult:
     """Run the task's hidden tests against the agent's work and read the reward.
 
     On a Docker-backed sandbox (ours or Inspect's compose one) the tests run in a verification
@@ -156,7 +175,7 @@ async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity:
         container = await container_of(sbx)
         if container is None:
             return await _verify_in_place(task, sbx, started, mode)
-        return await _verify_engine(task, sbx, container, started, mode, chosen)
+        return await _verify_engine(task, sbx, container, started, mode, chosen, keep_evidence)
     except Exception as e:  # noqa: BLE001 - cancellation is a BaseException and still propagates
         storage = getattr(getattr(sbx, "_sandbox", sbx), "storage_exceeded", None)
         if storage:
@@ -195,16 +214,125 @@ async def container_of(sbx: Any) -> str | None:
     return None
 
 
+class _TestRun:
+    """How the task's tests are run and their outputs read, wherever they run."""
+
+    def __init__(self, task: LoadedTask) -> None:
+        cfg = task.config.verifier
+        self.task = task
+        self.user = cfg.user
+        self.env = {k: expand_env(v) for k, v in cfg.env.items()}
+        self.timeout = max(1, int(math.ceil(cfg.timeout_sec)))
+        # Terminal-Bench 1 tasks with a parser are scored from the test run's output, as TB1 did.
+        self.parser = task.parser_name
+        self.command = ["/bin/bash", "-c", task.tb1_run_tests_command() if self.parser else task.test_command()]
+        self.tb1_files: dict[str, str] = {}
+
+    async def read_tb1_files(self, where: str) -> None:
+        if self.parser != "long_cli":
+            return
+        from rsr.sandbox import engine
+        from rsr.verify.tb1_parsers import LONG_CLI_FILES, LONG_CLI_OUTPUT_DIR
+
+        found = await asyncio.to_thread(engine.get_files, where, LONG_CLI_OUTPUT_DIR, list(LONG_CLI_FILES))
+        self.tb1_files.update({k: v.decode("utf-8", errors="replace") for k, v in found.items() if v is not None})
+
+    async def in_live(self, container: str, cwd: str | None) -> tuple[Any, list[str], dict[str, bytes | None] | str]:
+        from rsr.sandbox import engine
+
+        await _install_tests_live(self.task, container)
+        outcome = await asyncio.to_thread(engine.run_exec, container, self.command, env=self.env, user=self.user,
+                                          cwd=cwd, timeout=self.timeout)
+        await self.read_tb1_files(container)
+        try:
+            files = await asyncio.to_thread(engine.get_files, container, VERIFIER_LOG_DIR,
+                                            ["reward.txt", "reward.json"])
+        except ValueError as e:
+            return outcome, [], str(e)
+        return outcome, [], dict(files)
+
+    async def in_snapshot(self, snap: Any) -> tuple[Any, list[str], dict[str, bytes | None] | str]:
+        """Run in a verification container and remove it afterwards."""
+        from rsr.sandbox import engine
+        from rsr.verify import snapshot
+
+        try:
+            outcome = await asyncio.to_thread(engine.run_exec, snap.container, self.command, env=self.env,
+                                              user=self.user, cwd=self.task.workdir or snap.working_dir,
+                                              timeout=self.timeout)
+            left = await asyncio.to_thread(snapshot.survivors, snap.container)
+            # Nothing may write the reward after this point: stop every process first.
+            await asyncio.to_thread(snapshot.freeze, snap.container)
+            await self.read_tb1_files(snap.container)
+            try:
+                files = snapshot.read_reward_files(snap.logs_dir)
+            except ValueError as e:
+                return outcome, left, str(e)
+            return outcome, left, files
+        finally:
+            await asyncio.to_thread(snapshot.destroy, snap)
+
+
+async def _check_carried(task: LoadedTask, carried: Any, report: IntegrityReport, run: _TestRun,
+                         agent_container: str | None, join_network: bool) -> tuple[Any, Any, list[str], Any]:
+    """The tests on a fresh container of the pristine image with `carried` applied:
+    (residual audit, outcome, survivors, reward files)."""
+    from rsr.verify import deliverables, snapshot
+
+    report.trust = carried.plan.trust
+    report.kept, report.changes_sha256 = len(carried.kept) + len(carried.deleted), carried.archive_sha256
+    report.dropped, report.dropped_count = carried.dropped[:200], len(carried.dropped)
+    report.hardened = report.mode == "strict"
+    snap = await asyncio.to_thread(snapshot.create_pristine, agent_container, task, carried.image,
+                                   join_network=join_network, hardened=report.hardened,
+                                   template=None if agent_container else carried.container)
+    try:
+        t0 = time.monotonic()
+        audit_result = await asyncio.to_thread(_audit_carried, snap.container, carried,
+                                               task.config.verifier.allow_changes or [], task.workdir)
+        report.audit_sec = time.monotonic() - t0
+        await asyncio.to_thread(deliverables.apply, snap.container, carried)
+    except BaseException:
+        await asyncio.to_thread(snapshot.destroy, snap)
+        raise
+    outcome, left, files = await run.in_snapshot(snap)
+    return audit_result, outcome, left, files
+
+
+async def verify_changes(task: LoadedTask, changes: Any, *, integrity: Integrity = "auto",
+                         network_container: str | None = None) -> VerifierResult:
+    """The task's tests on a fresh container of `changes.image` with `changes` (an
+    `rsr.verify.deliverables.Changes`, e.g. from an evidence bundle) applied: no model, no agent.
+    What a regrade runs. `network_container`: a container whose network namespace the tests
+    join (a service to query); by default they get no network. The verdict is judged under the
+    plan the changes were captured with (`changes.plan`), whatever `integrity` says about
+    strictness of reading."""
+    started = time.monotonic()
+    mode = strictness(task, integrity)
+    report = IntegrityReport(mode=mode, isolation="snapshot" if network_container else "fresh")
+    run = _TestRun(task)
+    try:
+        audit_result, outcome, left, files = await _check_carried(task, changes, report, run, network_container,
+                                                                  network_container is not None)
+    except Exception as e:  # noqa: BLE001 - a regrade reports, it does not crash
+        return _failed("sandbox_error", f"the verification container failed: {type(e).__name__}: {e}", started,
+                       integrity=report)
+    report.paths, report.allowed, report.survivors = audit_result.suspicious, audit_result.allowed, left
+    return _finish(task, run, outcome, files, report, mode, started)
+
+
 async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: float,
                          mode: Literal["strict", "warn"],
-                         isolation: Literal["snapshot", "fresh", "live"]) -> VerifierResult:
+                         isolation: Literal["snapshot", "fresh", "live"],
+                         keep_evidence: bool = False) -> VerifierResult:
     from rsr.sandbox import engine
     from rsr.tasks.load import verifier_mode
-    from rsr.verify import integrity, separate, snapshot
+    from rsr.verify import deliverables, integrity, separate, snapshot
 
     # Harbor's separate verifier environment: nothing of the agent's but its artifacts crosses over.
     apart = verifier_mode(task.config) == "separate" and not task.config.steps
-    report = IntegrityReport(mode=mode, isolation="separate" if apart else isolation)
+    report = IntegrityReport(mode=mode, isolation="separate" if apart else isolation,
+                             trust="separate" if apart else "live" if isolation == "live" else "none")
     allow = task.config.verifier.allow_changes or []
     limit_mb = task.config.environment.storage_mb
     if limit_mb:
@@ -213,8 +341,10 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         if used > limit_mb * 1024 * 1024:
             return _failed("storage_exceeded", f"the sandbox wrote {used / 2**20:.0f} MB, above the task's "
                            f"storage limit of {limit_mb} MB", started, integrity=report)
+    run = _TestRun(task)
 
-    async def run_audit() -> integrity.AuditReport:
+    async def live_audit() -> integrity.AuditReport:
+        """The fallback and live modes' audit: the agent container's changes as they are now."""
         if apart:
             return integrity.AuditReport()  # the agent's filesystem is not what the tests run on
         t0 = time.monotonic()
@@ -227,57 +357,68 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         report.audit_sec = time.monotonic() - t0
         return found
 
-    cfg = task.config.verifier
-    env = {k: expand_env(v) for k, v in cfg.env.items()}
-    timeout = max(1, int(math.ceil(cfg.timeout_sec)))
-    # Terminal-Bench 1 tasks with a parser are scored from the test run's output, as TB1 did.
-    parser = task.parser_name
-    command = ["/bin/bash", "-c", task.tb1_run_tests_command() if parser else task.test_command()]
-    tb1_files: dict[str, str] = {}
-
-    async def read_tb1_files(where: str) -> None:
-        if parser != "long_cli":
-            return
-        from rsr.verify.tb1_parsers import LONG_CLI_FILES, LONG_CLI_OUTPUT_DIR
-
-        found = await asyncio.to_thread(engine.get_files, where, LONG_CLI_OUTPUT_DIR, list(LONG_CLI_FILES))
-        tb1_files.update({k: v.decode("utf-8", errors="replace") for k, v in found.items() if v is not None})
-
-    async def run_tests() -> tuple[Any, list[str], dict[str, bytes | None] | str]:
+    async def run_elsewhere() -> tuple[Any, list[str], dict[str, bytes | None] | str]:
         if isolation == "live" and not apart:
-            await _install_tests_live(task, container)
-            outcome = await asyncio.to_thread(engine.run_exec, container, command, env=env, user=cfg.user,
-                                              cwd=task.workdir or getattr(getattr(sbx, "_sandbox", sbx),
-                                                                          "working_dir", None),
-                                              timeout=timeout)
-            await read_tb1_files(container)
-            try:
-                files = await asyncio.to_thread(engine.get_files, container, VERIFIER_LOG_DIR,
-                                                ["reward.txt", "reward.json"])
-            except ValueError as e:
-                return outcome, [], str(e)
-            return outcome, [], {f"{k}": v for k, v in files.items()}
+            return await run.in_live(container, task.workdir or getattr(getattr(sbx, "_sandbox", sbx),
+                                                                        "working_dir", None))
         if apart:
             snap = await asyncio.to_thread(separate.create, container, task)
         else:
             snap = await asyncio.to_thread(snapshot.create, container, task, isolation == "snapshot")
-        try:
-            outcome = await asyncio.to_thread(engine.run_exec, snap.container, command, env=env, user=cfg.user,
-                                              cwd=task.workdir or snap.working_dir, timeout=timeout)
-            left = await asyncio.to_thread(snapshot.survivors, snap.container)
-            # Nothing may write the reward after this point: stop every process first.
-            await asyncio.to_thread(snapshot.freeze, snap.container)
-            await read_tb1_files(snap.container)
-            try:
-                files = snapshot.read_reward_files(snap.logs_dir)
-            except ValueError as e:
-                return outcome, left, str(e)
-            return outcome, left, files
-        finally:
-            await asyncio.to_thread(snapshot.destroy, snap)
+        return await run.in_snapshot(snap)
 
-    audit_result, (outcome, left, files) = await asyncio.gather(run_audit(), run_tests())
+    carried = None
+    if not apart and isolation != "live":
+        plan = deliverables.plan_for(mode, task.workdir or await asyncio.to_thread(_working_dir, container),
+                                     task.config.verifier.allow_changes)
+        try:
+            carried = await asyncio.to_thread(deliverables.capture, container, plan)
+        except deliverables.CaptureUnavailable as e:
+            report.notes.append(f"{e}: the tests run on a commit of the agent's container, audited live")
+    if carried is not None:
+        try:
+            audit_result, outcome, left, files = await _check_carried(task, carried, report, run, container,
+                                                                      isolation == "snapshot")
+        except BaseException:
+            carried.discard()
+            raise
+    else:
+        if report.trust == "none":
+            report.trust = "audited" if mode == "strict" else "harbor"
+        audit_result, (outcome, left, files) = await asyncio.gather(live_audit(), run_elsewhere())
     report.paths, report.allowed, report.survivors = audit_result.suspicious, audit_result.allowed, left
+    judged = _finish(task, run, outcome, files, report, mode, started)
+    if carried is not None:
+        if keep_evidence:
+            judged.evidence = carried
+        else:
+            carried.discard()
+    return judged
+
+
+def _working_dir(container: str) -> str:
+    from rsr.sandbox import engine
+
+    return engine.api().inspect_container(container)["Config"].get("WorkingDir") or "/"
+
+
+def _audit_carried(pristine: str, carried: Any, allow: list[str], workdir: str | None) -> Any:
+    """The residual audit over what the tests will run on, against the pristine container."""
+    from rsr.verify import integrity
+
+    if not carried.kept and not carried.deleted:
+        return integrity.AuditReport()
+    sites, stdlib = integrity.python_dirs(pristine, carried.image)
+    info = carried.container.get("Config") or {}
+    path_env = next((e.split("=", 1)[1] for e in info.get("Env") or [] if e.startswith("PATH=")), None)
+    changes = integrity.changes_of(carried.kept, carried.added, carried.deleted)
+    return integrity.audit_changes(pristine, changes, allow, path_env, sites,
+                                   workdir or info.get("WorkingDir") or "/", stdlib, carried.package_test())
+
+
+def _finish(task: LoadedTask, run: _TestRun, outcome: Any, files: dict[str, bytes | None] | str,
+            report: IntegrityReport, mode: Literal["strict", "warn"], started: float) -> VerifierResult:
+    parser, timeout, tb1_files = run.parser, run.timeout, run.tb1_files
     output = cap_output(outcome.stdout.decode("utf-8", errors="replace")
                         + (("\n" + outcome.stderr.decode("utf-8", errors="replace")) if outcome.stderr else ""))
     if outcome.timed_out:

@@ -210,7 +210,7 @@ class Attack:
     task: str
     script: str
     error: str | None = None  # the score's metadata["error"] the defence must report
-    also: tuple[str, ...] = ()  # other acceptable errors
+    also: tuple[str | None, ...] = ()  # other acceptable errors (None: the tests' own failing verdict)
     path: str | None = None  # a substring of an offending path in metadata["integrity"]["paths"]
     survivors: bool = False  # metadata["integrity"]["survivors"] must be non-empty
     note: str = ""
@@ -227,9 +227,10 @@ DELIVERABLES = {"semver-sort": "/app/semver_sort.py", "range-query-engine": "/ap
 def reward_trick(name: str, task: str, files: dict[str, str | None], tail: str = "exit 0\n",
                  error: str = "malformed_reward") -> Attack:
     # The deliverable rewrites the running test.sh, which a verifier that audits its own
-    # verification container may report as tampering instead: both are a defence.
+    # verification container may report as tampering instead; with /tests read-only (strict)
+    # the rewrite itself fails and the tests' own verdict stands (no error): all are a defence.
     return Attack(name, 3, task, write_deliverable(DELIVERABLES[task], forge_in_deliverable(files, tail)),
-                  error, also=("tampered",))
+                  error, also=("tampered", None))
 
 
 def _stub_attacks() -> list[Attack]:

@@ -42,12 +42,16 @@ def assert_defeated(sample: Any, attack: Attack) -> dict[str, Any]:
     context = f"{attack.id}: {meta.get('error')} {meta.get('integrity')} {sample.metadata.get('attack_output')}"
     assert sample.error is None, context
     assert value["passed"] == 0 and value["reward"] == 0, context
+    integrity = meta.get("integrity") or {}
     if attack.error is not None:
-        assert meta["error"] in (attack.error, *attack.also), context
+        # Under the allowlist an attack outside the deliverables never reaches the checker: the
+        # tests just fail, and the dropped list names what the boundary removed.
+        boundary = meta.get("error") is None and integrity.get("trust") == "deliverables" and integrity.get("dropped")
+        assert meta["error"] in (attack.error, *attack.also) or boundary, context
     # every verdict, early stops included, says how it was checked (strict boards rely on it)
-    assert (meta.get("integrity") or {}).get("mode") == "strict", context
+    assert integrity.get("mode") == "strict", context
     if attack.path is not None:
-        assert any(attack.path in p for p in meta["integrity"]["paths"]), context
+        assert any(attack.path in p for p in [*integrity["paths"], *integrity.get("dropped", [])]), context
     if attack.survivors:
         assert meta["integrity"]["survivors"], context
     return meta

@@ -1,0 +1,326 @@
+"""What of the agent's work reaches the checker: the deliverables, and nothing else.
+
+The agent's container is paused (its processes frozen, so nothing changes while it is read)
+and its overlay2 upper directory - every file it created, changed or deleted - is read on the
+host. Each change is *kept* when it lies under the task's deliverable roots, otherwise
+*dropped*; the kept changes become one tar archive, and that archive applied to a fresh
+container of the pristine task image is exactly what the tests run on (and what an evidence
+bundle stores, and what a regrade re-applies). Whatever the agent did elsewhere does not exist
+for the checker: there is nothing to judge one by one.
+
+Deliverable roots (`plan`):
+- strict, task declares `[verifier] allow_changes` (every core task): the task's workdir and
+  the declared globs - an allowlist;
+- strict, task declares nothing (a Harbor task run with `-T integrity=strict`): everything but
+  start-up hooks, which are dropped; the residual audit judges the rest;
+- warn (Harbor's own behaviour): everything, as Harbor's tests would see it.
+In every plan `/tests`, `/logs/verifier` and `/solution` are never carried: the verifier
+provides the first two itself and the last is never the agent's.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import stat
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from docker.errors import APIError, NotFound
+from pydantic import BaseModel, Field
+
+from rsr.sandbox import engine
+from rsr.sandbox.cache import cache_dir
+from rsr.tasks.load import TESTS_MOUNT, VERIFIER_LOG_DIR
+
+Trust = Literal["deliverables", "audited", "harbor"]
+
+NEVER_CARRIED = (TESTS_MOUNT, VERIFIER_LOG_DIR, "/solution")
+# Bind-mounted by the engine into every container (the verification container gets its own):
+# their placeholders in the upper directory are not the agent's.
+ENGINE_MANAGED = ("/etc/hostname", "/etc/hosts", "/etc/resolv.conf", "/.dockerenv")
+# Files whose mere presence makes every process (or every Python) run code at start-up. Under
+# strict mode they are not carried unless a task declares them: a deliverable never needs the
+# checker to execute it implicitly.
+STARTUP_HOOKS = ("/etc/ld.so.preload", "/etc/ld.so.conf", "/etc/ld.so.conf.d/*", "/etc/environment",
+                 "/etc/bash.bashrc", "/etc/profile", "/etc/profile.d/*", "/etc/python*/sitecustomize.py",
+                 "*/sitecustomize.py", "*/usercustomize.py", "*/sitecustomize.*.so", "*/usercustomize.*.so",
+                 "/root/.bashrc", "/root/.profile", "/root/.bash_profile", "/root/.gitconfig",
+                 "/root/.config/git/*", "/etc/gitconfig")
+
+
+class Plan(BaseModel):
+    """Which changes reach the checker (see the module docstring)."""
+
+    trust: Trust
+    roots: list[str] = Field(default_factory=list)
+    """Deliverable roots: directories (a path under one is kept) and globs (a path matching one,
+    or whose ancestor matches one, is kept). Empty with trust 'audited'/'harbor': everything."""
+
+
+class Changes(BaseModel):
+    """The agent's final filesystem changes that reach the checker, as one archive."""
+
+    image: str
+    """The pristine image the agent container was created from (its id)."""
+    plan: Plan
+    archive_path: str
+    """A tar of the kept files, directories and links (member names are paths without the
+    leading '/'); owners, modes and mtimes as the agent left them."""
+    archive_sha256: str
+    archive_bytes: int
+    deleted: list[str] = Field(default_factory=list)
+    """Kept deletions: image paths the agent removed (removed again before the archive goes in)."""
+    kept: list[str] = Field(default_factory=list)
+    """Every kept path; with `added`, what the residual audit judges."""
+    added: list[str] = Field(default_factory=list)
+    """Kept paths that the image did not have."""
+    directories: list[str] = Field(default_factory=list)
+    """Kept paths that are directories."""
+    container: dict[str, Any] = Field(default_factory=dict)
+    """The agent container's configuration the checker inherits (`Config`: Env, WorkingDir,
+    Labels; `HostConfig`: limits), so a regrade can start the same verification container."""
+    dropped: list[str] = Field(default_factory=list)
+    """'path: why' for every change that does not reach the checker."""
+
+    def package_test(self) -> Callable[[str], bool | None]:
+        """is_package(path) for the audit: for a new kept directory, whether it is a regular
+        Python package (has an `__init__`); None for anything else."""
+        new_dirs = set(self.directories) & set(self.added)
+        inits = {str(PurePosixPath(p).parent) for p in self.kept if PurePosixPath(p).name.startswith("__init__.")}
+
+        def is_package(path: str) -> bool | None:
+            return (path in inits) if path in new_dirs else None
+
+        return is_package
+
+    def read_archive(self) -> bytes:
+        return Path(self.archive_path).read_bytes()
+
+    def discard(self) -> None:
+        Path(self.archive_path).unlink(missing_ok=True)
+
+
+class CaptureUnavailable(RuntimeError):
+    """The engine's storage cannot be read from this host (not overlay2, or a remote engine)."""
+
+
+def plan_for(mode: Literal["strict", "warn"], workdir: str | None, allow_changes: list[str] | None) -> Plan:
+    if mode == "warn":
+        return Plan(trust="harbor")
+    if allow_changes is None:
+        return Plan(trust="audited")
+    roots = [workdir.rstrip("/")] if workdir and workdir.rstrip("/") else []
+    return Plan(trust="deliverables", roots=[*roots, *allow_changes])
+
+
+def _under(path: str, roots: Iterable[str]) -> bool:
+    return any(path == r or path.startswith(r + "/") for r in roots)
+
+
+def _glob_keeps(path: str, pattern: str) -> bool:
+    if not any(ch in pattern for ch in "*?["):
+        return _under(path, [pattern.rstrip("/")])
+    current = PurePosixPath(path)
+    for candidate in (current, *current.parents):
+        if fnmatch.fnmatchcase(str(candidate), pattern):
+            return True
+    return False
+
+
+def why_dropped(path: str, plan: Plan, host_file: str | None = None) -> str | None:
+    """None when `path` reaches the checker under `plan`, else the reason it does not
+    (`host_file`: where its content can be read, for hooks judged by content)."""
+    if _under(path, NEVER_CARRIED):
+        return "verifier-owned path (the verifier provides it)"
+    if plan.trust == "harbor":
+        return None
+    if plan.trust == "audited":
+        if any(fnmatch.fnmatchcase(path, p) for p in STARTUP_HOOKS) or _is_code_pth(path, host_file):
+            return "start-up hook (never carried under strict mode)"
+        return None
+    if any(_glob_keeps(path, root) for root in plan.roots):
+        return None
+    return "outside the task's deliverables (workdir and [verifier] allow_changes)"
+
+
+def _is_code_pth(path: str, host_file: str | None) -> bool:
+    # A .pth line that starts with `import` runs at every interpreter start; path lines only
+    # append directories after the standard ones, so they cannot shadow anything.
+    if not path.endswith(".pth"):
+        return False
+    if host_file is None or not os.path.isfile(host_file) or os.path.islink(host_file):
+        return True
+    with open(host_file, "rb") as f:
+        lines = f.read(1 << 20).decode("utf-8", errors="replace").splitlines()
+    return any(line.startswith(("import ", "import\t")) for line in lines)
+
+
+def capture(container: str, plan: Plan) -> Changes:
+    """Read the paused agent container's changes and archive those `plan` keeps."""
+    api = engine.api()
+    info = api.inspect_container(container)
+    driver = info.get("GraphDriver") or {}
+    data = driver.get("Data") or {}
+    upper = data.get("UpperDir")
+    if driver.get("Name") != "overlay2" or not upper or not os.path.isdir(upper):
+        raise CaptureUnavailable(f"container {container[:12]}'s filesystem is not readable from this host "
+                                 f"(storage driver {driver.get('Name')!r})")
+    lowers = [d for d in (data.get("LowerDir") or "").split(":") if d]
+    paused = _pause(container, info)
+    try:
+        changes = _archive(upper, lowers, info["Image"], plan)
+    finally:
+        if paused:
+            _unpause(container)
+    changes.container = container_template(info)
+    return changes
+
+
+def container_template(info: dict[str, Any]) -> dict[str, Any]:
+    """The part of an inspect_container result a verification container is made from."""
+    config, host = info.get("Config") or {}, info.get("HostConfig") or {}
+    return {"Config": {k: config.get(k) for k in ("Env", "WorkingDir", "Labels")},
+            "HostConfig": {k: host.get(k) for k in ("NanoCpus", "Memory", "MemorySwap", "PidsLimit",
+                                                    "DeviceRequests", "NetworkMode")}}
+
+
+def _pause(container: str, info: dict[str, Any]) -> bool:
+    state = info.get("State") or {}
+    if not state.get("Running") or state.get("Paused"):
+        return False
+    try:
+        engine.api().pause(container)
+        return True
+    except (APIError, NotFound):
+        return False
+
+
+def _unpause(container: str) -> None:
+    try:
+        engine.api().unpause(container)
+    except (APIError, NotFound):
+        pass
+
+
+@dataclass
+class _Walk:
+    upper: str
+    lowers: list[str]
+    plan: Plan
+    tar: tarfile.TarFile
+    changes: dict[str, list[str]]
+
+    def in_lower(self, rel: str) -> bool:
+        return any(os.path.lexists(os.path.join(d, rel)) for d in self.lowers)
+
+    def visit(self, rel_dir: str) -> None:
+        try:
+            entries = sorted(os.scandir(os.path.join(self.upper, rel_dir)), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            rel = os.path.join(rel_dir, entry.name)
+            path = "/" + rel
+            st = entry.stat(follow_symlinks=False)
+            if path in ENGINE_MANAGED:
+                continue
+            existed = self.in_lower(rel)
+            if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # overlay whiteout: deleted
+                self._judge(path, deleted=True, existed=True)
+                continue
+            is_dir = stat.S_ISDIR(st.st_mode)
+            opaque = is_dir and existed and _is_opaque(entry.path)
+            if opaque:
+                # Deleted and recreated: what the image had below it is gone.
+                self._judge(path, deleted=True, existed=True)
+            if is_dir:
+                # A directory that only holds changes is their parent, not a change of its own,
+                # unless the agent created it (or replaced it).
+                if not existed or opaque:
+                    self._judge(path, entry_path=entry.path, existed=False)
+                elif self._metadata_changed(rel, st):
+                    self._judge(path, entry_path=entry.path, existed=True)
+                self.visit(rel)
+                continue
+            if stat.S_ISSOCK(st.st_mode):
+                self.changes["dropped"].append(f"{path}: a socket (not a file a checker can use)")
+                continue
+            self._judge(path, entry_path=entry.path, existed=existed)
+
+    def _metadata_changed(self, rel: str, st: os.stat_result) -> bool:
+        for d in self.lowers:
+            candidate = os.path.join(d, rel)
+            if os.path.lexists(candidate):
+                old = os.lstat(candidate)
+                return (old.st_mode, old.st_uid, old.st_gid) != (st.st_mode, st.st_uid, st.st_gid)
+        return True
+
+    def _judge(self, path: str, *, deleted: bool = False, entry_path: str | None = None, existed: bool) -> None:
+        why = why_dropped(path, self.plan, entry_path)
+        if why is not None:
+            # A dropped directory is listed through what it holds; an empty one says nothing.
+            if deleted or entry_path is None or not os.path.isdir(entry_path) or os.path.islink(entry_path):
+                self.changes["dropped"].append(f"{path}: {'deleted, ' if deleted else ''}{why}")
+            return
+        if deleted:
+            self.changes["deleted"].append(path)
+            return
+        assert entry_path is not None
+        info = self.tar.gettarinfo(entry_path, arcname=path.lstrip("/"))
+        if info is None:  # a socket or another type tar cannot hold
+            self.changes["dropped"].append(f"{path}: not archivable")
+            return
+        self.changes["kept"].append(path)
+        if not existed:
+            self.changes["added"].append(path)
+        if info.isdir():
+            self.changes["directories"].append(path)
+        if info.isreg():
+            with open(entry_path, "rb") as f:
+                self.tar.addfile(info, f)
+        else:
+            self.tar.addfile(info)
+
+
+def _is_opaque(path: str) -> bool:
+    try:
+        return os.getxattr(path, "trusted.overlay.opaque") == b"y"
+    except OSError:
+        return False
+
+
+def _archive(upper: str, lowers: list[str], image: str, plan: Plan) -> Changes:
+    fd, archive_path = tempfile.mkstemp(prefix="changes-", suffix=".tar", dir=cache_dir("verify"))
+    os.close(fd)
+    changes: dict[str, list[str]] = {"kept": [], "added": [], "deleted": [], "dropped": [], "directories": []}
+    try:
+        with tarfile.open(archive_path, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            _Walk(upper, lowers, plan, tar, changes).visit("")
+        digest = hashlib.sha256()
+        with open(archive_path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except BaseException:
+        Path(archive_path).unlink(missing_ok=True)
+        raise
+    return Changes(image=image, plan=plan, archive_path=archive_path, archive_sha256=digest.hexdigest(),
+                   archive_bytes=os.path.getsize(archive_path), **changes)
+
+
+def apply(container: str, changes: Changes) -> None:
+    """Put `changes` into a fresh (pristine) container: deletions first, by the image's own
+    /bin/rm before any agent file is there, then the archive through the engine."""
+    if changes.deleted:
+        outcome = engine.run_exec(container, ["/bin/rm", "-rf", "--", *changes.deleted], user="root", timeout=120)
+        if outcome.returncode != 0:
+            raise RuntimeError(f"could not apply the agent's deletions: {outcome.stderr[:300]!r}")
+    if changes.kept:
+        with open(changes.archive_path, "rb") as f:
+            if not engine.api().put_archive(container, "/", f):
+                raise PermissionError(f"the engine refused the agent's changes for container {container[:12]}")
