@@ -36,6 +36,8 @@ from rsr.tasks.models import ArtifactSection, CollectSection
 CONVENTION_DIR = "/logs/artifacts"
 MAIN_SERVICE = "main"
 MANIFEST = "manifest.json"
+ENTRY_LIMIT = 256 * 1024 * 1024
+"""Bytes one entry's archive may have; a larger one is recorded as failed."""
 
 
 class ArtifactFile(BaseModel):
@@ -186,7 +188,9 @@ async def _download(entry: ArtifactSection, dest: Path, claimed: list[PurePosixP
         if container is None:
             return record  # a sandbox without engine access: nothing can be copied out
         stream, stat = await asyncio.to_thread(engine.api().get_archive, container, entry.source)
-        data = b"".join(stream)
+        data = await asyncio.to_thread(_read_capped, stream)
+        if data is None:
+            return record  # over the cap: the agent can fill its publish dir, not the host's memory
         is_dir = bool(stat.get("mode", 0) & (1 << 31))
         record.type = "directory" if is_dir else "file"
         if not is_dir:
@@ -196,6 +200,16 @@ async def _download(entry: ArtifactSection, dest: Path, claimed: list[PurePosixP
     except Exception:  # noqa: BLE001 - a declared artifact the agent never produced
         record.status = "failed"
     return record
+
+
+def _read_capped(stream: Any, limit: int = ENTRY_LIMIT) -> bytes | None:
+    chunks, total = [], 0
+    for chunk in stream:
+        total += len(chunk)
+        if total > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _excluded(rel: str, patterns: list[str]) -> bool:
