@@ -45,9 +45,9 @@ def harbor_differences(task: LoadedTask, unsupported: frozenset[str] = UNSUPPORT
                        "agents that forward headers; rsr's harnesses forward none")
     if env.skills_dir:
         add("skills_dir", "environment.skills_dir: Harbor copies skills to the agent; rsr does not")
-    if cfg.verifier.mode == "separate" and any(a.source.rstrip("/") != "/logs/artifacts" for a in cfg.artifacts):
-        add("separate_artifacts", "artifacts with a separate verifier: Harbor puts each at its source path in the "
-                                  "verifier's container; rsr puts it under /logs/artifacts")
+    if cfg.verifier.mode == "separate" and any((a.service or "main") != "main" for a in cfg.artifacts):
+        add("separate_artifacts", "sidecar artifacts with a separate verifier: Harbor carries them into the "
+                                  "verifier's container; rsr collects them but carries only the main service's")
     if env.network_mode == "allowlist":
         add("allowlist", "environment.network_mode = 'allowlist': Harbor allows the listed hosts; "
                          "rsr gives the sandbox no network")

@@ -188,7 +188,7 @@ async def _download(entry: ArtifactSection, dest: Path, claimed: list[PurePosixP
         if container is None:
             return record  # a sandbox without engine access: nothing can be copied out
         stream, stat = await asyncio.to_thread(engine.api().get_archive, container, entry.source)
-        data = await asyncio.to_thread(_read_capped, stream)
+        data = await asyncio.to_thread(read_capped, stream)
         if data is None:
             return record  # over the cap: the agent can fill its publish dir, not the host's memory
         is_dir = bool(stat.get("mode", 0) & (1 << 31))
@@ -202,7 +202,7 @@ async def _download(entry: ArtifactSection, dest: Path, claimed: list[PurePosixP
     return record
 
 
-def _read_capped(stream: Any, limit: int = ENTRY_LIMIT) -> bytes | None:
+def read_capped(stream: Any, limit: int = ENTRY_LIMIT) -> bytes | None:
     chunks, total = [], 0
     for chunk in stream:
         total += len(chunk)
@@ -210,6 +210,21 @@ def _read_capped(stream: Any, limit: int = ENTRY_LIMIT) -> bytes | None:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def filtered_archive(archive: bytes, exclude: list[str]) -> bytes:
+    """The archive without excluded members, links, special files and setuid/setgid bits."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(archive)) as src, tarfile.open(fileobj=out, mode="w") as tar:
+        members = src.getmembers()
+        top = members[0].name.split("/")[0] if members else ""
+        for m in members:
+            inner = m.name[len(top):].lstrip("/")
+            if not (m.isfile() or m.isdir()) or (inner and exclude and _excluded(inner, exclude)):
+                continue
+            m.mode &= 0o1777
+            tar.addfile(m, src.extractfile(m) if m.isfile() else None)
+    return out.getvalue()
 
 
 def _excluded(rel: str, patterns: list[str]) -> bool:

@@ -238,7 +238,17 @@ def multi_step_tasks(root: Path) -> list[str]:
                                              "> /logs/verifier/reward.txt\n",
                 extra={"environment/notes-mcp": MCP_SERVER, "environment/docker-compose.yaml": MCP_COMPOSE})
     (root / "mcp" / "environment" / "notes-mcp").chmod(0o755)
-    return ["two-steps", "steps-gated", "steps-no-reward", "artifacts", "mcp"]
+    # A separate verifier receives the artifacts at their own source paths (no translation).
+    apart = SIMPLE_TOML.format(name="separate-artifacts", top=(
+        'artifacts = ["/app/result.txt", { source = "/app/dir", destination = "elsewhere", exclude = ["*.tmp"] }]'),
+        verifier='environment_mode = "separate"')
+    harbor_task(root, "separate-artifacts", toml=apart,
+                solve_sh="echo r > /app/result.txt\nmkdir -p /app/dir /logs/artifacts\necho k > /app/dir/keep.txt\n"
+                         "echo t > /app/dir/x.tmp\necho p > /logs/artifacts/pub.txt\n",
+                test_sh='if [ "$(cat /app/result.txt)" = r ] && [ -f /app/dir/keep.txt ] && [ ! -e /app/dir/x.tmp ] '
+                        '&& [ "$(cat /logs/artifacts/pub.txt)" = p ]; then echo 1; else echo 0; fi '
+                        "> /logs/verifier/reward.txt\n")
+    return ["two-steps", "steps-gated", "steps-no-reward", "artifacts", "mcp", "separate-artifacts"]
 
 
 # A minimal MCP server (JSON-RPC 2.0, one tool) in the perl of a slim Debian image, and a client
