@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rsr.tasks.models import TaskConfig
 
 UNSUPPORTED: frozenset[str] = frozenset({
-    "step_separate", "separate_artifacts", "mcp_servers", "skills_dir", "allowlist", "phase_network", "windows", "tpu",
+    "separate_artifacts", "mcp_servers", "skills_dir", "allowlist", "phase_network", "windows", "tpu",
 })
 """Harbor features rsr does not run yet (names used below)."""
 
@@ -28,11 +28,6 @@ def harbor_differences(task: LoadedTask, unsupported: frozenset[str] = UNSUPPORT
         if feature in unsupported:
             out.append(line)
 
-    # Steps run as Harbor runs them (rsr.verify.steps), each step's tests in the shared way; a
-    # separate verifier per step (or a task-level one on a multi-step task) does not yet.
-    if cfg.steps and any(verifier_mode(cfg, i) == "separate" for i in range(len(cfg.steps))):
-        add("step_separate", "[[steps]] with a separate verifier environment: Harbor runs those steps' tests in "
-                             "their own container; rsr runs every step's tests on the agent's filesystem")
     if env.mcp_servers:
         # The servers themselves run as in Harbor (an HTTP one is a compose service of the task or
         # a process in its image, a stdio one a command the agent runs in the sandbox); what
@@ -45,7 +40,10 @@ def harbor_differences(task: LoadedTask, unsupported: frozenset[str] = UNSUPPORT
                        "agents that forward headers; rsr's harnesses forward none")
     if env.skills_dir:
         add("skills_dir", "environment.skills_dir: Harbor copies skills to the agent; rsr does not")
-    if cfg.verifier.mode == "separate" and any((a.service or "main") != "main" for a in cfg.artifacts):
+    separate = cfg.verifier.mode == "separate" or any(verifier_mode(cfg, i) == "separate"
+                                                      for i in range(len(cfg.steps)))
+    declared = [*cfg.artifacts, *(a for s in cfg.steps for a in s.artifacts)]
+    if separate and any((a.service or "main") != "main" for a in declared):
         add("separate_artifacts", "sidecar artifacts with a separate verifier: Harbor carries them into the "
                                   "verifier's container; rsr collects them but carries only the main service's")
     if env.network_mode == "allowlist":

@@ -37,6 +37,13 @@ def verifier_image(task: LoadedTask, agent_image: str) -> tuple[RsrDockerConfig,
     tests_dir = task.paths.tests_dir
     bundled = False
     build_context = None
+    # A step's own verifier image comes first (Harbor's candidates: the step's, then the task's).
+    step_env = cfg.steps[task.step].verifier.environment if task.step is not None else None
+    step_tests = task.paths.step_tests_dir(task.step_name) if task.step_name else None
+    if step_env is not None and step_env.docker_image:
+        env = step_env
+    elif step_tests is not None and (step_tests / "Dockerfile").is_file():
+        tests_dir = step_tests
     if env.docker_image:
         image, bundled = env.docker_image, cfg.verifier.environment is not None
     elif (tests_dir / "Dockerfile").is_file():

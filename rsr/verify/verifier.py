@@ -330,7 +330,8 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
     from rsr.verify import deliverables, integrity, separate, snapshot
 
     # Harbor's separate verifier environment: nothing of the agent's but its artifacts crosses over.
-    apart = verifier_mode(task.config) == "separate" and not task.config.steps
+    # A multi-step task is verified step by step, each through its step's view (rsr.verify.steps).
+    apart = verifier_mode(task.config) == "separate" and (not task.config.steps or task.step is not None)
     report = IntegrityReport(mode=mode, isolation="separate" if apart else isolation,
                              trust="separate" if apart else "live" if isolation == "live" else "none")
     allow = task.config.verifier.allow_changes or []

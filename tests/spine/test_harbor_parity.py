@@ -248,7 +248,24 @@ def multi_step_tasks(root: Path) -> list[str]:
                 test_sh='if [ "$(cat /app/result.txt)" = r ] && [ -f /app/dir/keep.txt ] && [ ! -e /app/dir/x.tmp ] '
                         '&& [ "$(cat /logs/artifacts/pub.txt)" = p ]; then echo 1; else echo 0; fi '
                         "> /logs/verifier/reward.txt\n")
-    return ["two-steps", "steps-gated", "steps-no-reward", "artifacts", "mcp", "separate-artifacts"]
+    # A step verified in a separate environment: a fresh container that receives the step's
+    # artifacts (and the publish dir), after a step verified on the agent's filesystem.
+    mixed = SIMPLE_TOML.format(name="steps-separate", top="", verifier="") + (
+        '[[steps]]\nname = "build"\n[[steps]]\nname = "check"\nartifacts = ["/app/made.txt"]\n'
+        '[steps.verifier]\nenvironment_mode = "separate"\n')
+    d = harbor_task(root, "steps-separate", toml=mixed,
+                    test_sh='if [ "$(cat /app/made.txt)" = made ]; then echo 1; else echo 0; fi '
+                            "> /logs/verifier/reward.txt\n", extra={
+        "steps/build/instruction.md": "Make /app/made.txt.\n",
+        "steps/build/solution/solve.sh": "echo made > /app/made.txt\necho scratch > /app/scratch.txt\n",
+        "steps/check/instruction.md": "Publish a note.\n",
+        "steps/check/solution/solve.sh": "mkdir -p /logs/artifacts && echo checked > /logs/artifacts/note.txt\n",
+        "steps/check/tests/test.sh": 'if [ "$(cat /app/made.txt)" = made ] && [ ! -e /app/scratch.txt ] && '
+                                     '[ "$(cat /logs/artifacts/note.txt)" = checked ]; then echo 1; else echo 0; fi '
+                                     "> /logs/verifier/reward.txt\n"})
+    shutil.rmtree(d / "solution")
+    (d / "instruction.md").unlink()
+    return ["two-steps", "steps-gated", "steps-no-reward", "artifacts", "mcp", "separate-artifacts", "steps-separate"]
 
 
 # A minimal MCP server (JSON-RPC 2.0, one tool) in the perl of a slim Debian image, and a client
@@ -461,6 +478,7 @@ def test_multi_step_rewards_follow_the_tasks_own_rules(parity: dict[str, Any]) -
     assert gated["rewards"] == {"reward": 0.75, "exists": 0.5}  # mean, a missing key counting 0
     assert parity["ours"]["two-steps"]["rewards"] == {"reward": 1.0}  # final
     assert [s["rewards"] for s in parity["ours"]["steps-no-reward"]["steps"]] == [None]
+    assert [s["rewards"] for s in parity["ours"]["steps-separate"]["steps"]] == [{"reward": 1.0}, {"reward": 1.0}]
     assert sorted(parity["ours"]["artifacts"]["artifacts"]) == [
         "app/report.txt", "logs/artifacts/pub.txt", "out/hook.txt", "out/keep.txt"]
 
