@@ -42,7 +42,7 @@ def stepwise(agent: Agent) -> Agent:
         from rsr.verify.artifacts import sample_artifacts_dir
 
         task = task_from_metadata(metadata)
-        saved = {k: metadata.get(k) for k in ("agent_timeout_sec", "step")}
+        saved = {k: metadata[k] for k in ("agent_timeout_sec", "step") if k in metadata}
         messages: list[Any] = []
 
         async def run_agent(view: LoadedTask) -> None:
@@ -53,6 +53,7 @@ def stepwise(agent: Agent) -> Agent:
                 step_state = await agent(AgentState(messages=[ChatMessageUser(content=view.instruction)]))
             finally:
                 store().set(STORE_CURRENT, None)
+                metadata.pop("step", None)
                 metadata.update(saved)
             messages.extend(step_state.messages)
             state.output = step_state.output
