@@ -265,7 +265,23 @@ def multi_step_tasks(root: Path) -> list[str]:
                                      "> /logs/verifier/reward.txt\n"})
     shutil.rmtree(d / "solution")
     (d / "instruction.md").unlink()
-    return ["two-steps", "steps-gated", "steps-no-reward", "artifacts", "mcp", "separate-artifacts", "steps-separate"]
+    # A step's setup.sh readies what its healthcheck waits for; the next step's setup fails, so the
+    # trial stops there and the mean is over the one step that has rewards.
+    setup = SIMPLE_TOML.format(name="steps-setup", top="", verifier="") + (
+        '[[steps]]\nname = "ready"\n[steps.healthcheck]\ncommand = "test -f /app/ready"\ninterval_sec = 0.2\n'
+        '[[steps]]\nname = "broken"\n')
+    d = harbor_task(root, "steps-setup", toml=setup,
+                    test_sh="if [ -e /app/ok ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n", extra={
+        "steps/ready/instruction.md": "Write /app/ok.\n",
+        "steps/ready/workdir/setup.sh": "touch /app/ready\n",
+        "steps/ready/solution/solve.sh": "touch /app/ok\n",
+        "steps/broken/instruction.md": "Never seen.\n",
+        "steps/broken/workdir/setup.sh": "exit 3\n",
+        "steps/broken/solution/solve.sh": "touch /app/never\n"})
+    shutil.rmtree(d / "solution")
+    (d / "instruction.md").unlink()
+    return ["two-steps", "steps-gated", "steps-no-reward", "artifacts", "mcp", "separate-artifacts", "steps-separate",
+            "steps-setup"]
 
 
 # A minimal MCP server (JSON-RPC 2.0, one tool) in the perl of a slim Debian image, and a client
@@ -479,6 +495,9 @@ def test_multi_step_rewards_follow_the_tasks_own_rules(parity: dict[str, Any]) -
     assert parity["ours"]["two-steps"]["rewards"] == {"reward": 1.0}  # final
     assert [s["rewards"] for s in parity["ours"]["steps-no-reward"]["steps"]] == [None]
     assert [s["rewards"] for s in parity["ours"]["steps-separate"]["steps"]] == [{"reward": 1.0}, {"reward": 1.0}]
+    assert parity["ours"]["steps-setup"]["steps"] == [{"name": "ready", "rewards": {"reward": 1.0}},
+                                                      {"name": "broken", "rewards": None}]
+    assert parity["ours"]["steps-setup"]["rewards"] == {"reward": 1.0}
     assert sorted(parity["ours"]["artifacts"]["artifacts"]) == [
         "app/report.txt", "logs/artifacts/pub.txt", "out/hook.txt", "out/keep.txt"]
 
