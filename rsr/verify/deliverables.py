@@ -82,6 +82,9 @@ class Changes(BaseModel):
     """Kept paths that the image did not have."""
     directories: list[str] = Field(default_factory=list)
     """Kept paths that are directories."""
+    plugins: list[str] = Field(default_factory=list)
+    """'path: what' for kept package metadata that makes a tool load code by itself (a pytest11
+    entry point is imported by every pytest run that can see it)."""
     container: dict[str, Any] = Field(default_factory=dict)
     """The agent container's configuration the checker inherits (`Config`: Env, WorkingDir,
     Labels; `HostConfig`: limits), so a regrade can start the same verification container."""
@@ -104,6 +107,11 @@ class Changes(BaseModel):
 
     def discard(self) -> None:
         Path(self.archive_path).unlink(missing_ok=True)
+
+
+class ChangesTooLarge(RuntimeError):
+    """The kept changes' apparent size is above the task's storage limit (a sparse file
+    would otherwise become that many bytes on the host and in the verification container)."""
 
 
 class CaptureUnavailable(RuntimeError):
@@ -161,8 +169,9 @@ def _is_code_pth(path: str, host_file: str | None) -> bool:
     return any(line.startswith(("import ", "import\t")) for line in lines)
 
 
-def capture(container: str, plan: Plan) -> Changes:
-    """Read the paused agent container's changes and archive those `plan` keeps."""
+def capture(container: str, plan: Plan, limit_bytes: int | None = None) -> Changes:
+    """Read the paused agent container's changes and archive those `plan` keeps; more than
+    `limit_bytes` of kept file contents (apparent sizes) raises ChangesTooLarge."""
     api = engine.api()
     info = api.inspect_container(container)
     driver = info.get("GraphDriver") or {}
@@ -174,7 +183,7 @@ def capture(container: str, plan: Plan) -> Changes:
     lowers = [d for d in (data.get("LowerDir") or "").split(":") if d]
     paused = _pause(container, info)
     try:
-        changes = _archive(upper, lowers, info["Image"], plan)
+        changes = _archive(upper, lowers, info["Image"], plan, limit_bytes)
     finally:
         if paused:
             _unpause(container)
@@ -215,6 +224,8 @@ class _Walk:
     plan: Plan
     tar: tarfile.TarFile
     changes: dict[str, list[str]]
+    limit_bytes: int | None = None
+    carried_bytes: int = 0
 
     def in_lower(self, rel: str) -> bool:
         return any(os.path.lexists(os.path.join(d, rel)) for d in self.lowers)
@@ -282,10 +293,27 @@ class _Walk:
         if info.isdir():
             self.changes["directories"].append(path)
         if info.isreg():
-            with open(entry_path, "rb") as f:
+            self.carried_bytes += info.size
+            if self.limit_bytes is not None and self.carried_bytes > self.limit_bytes:
+                raise ChangesTooLarge(f"the agent's kept files add up to more than {self.limit_bytes // 2**20} MB "
+                                      f"(apparent size, at {path}): above the task's storage limit")
+            # Never follow a link here: the path is the upper directory's, read on the host.
+            fd = os.open(entry_path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+            with os.fdopen(fd, "rb") as f:
                 self.tar.addfile(info, f)
+            if _is_plugin_registration(path, entry_path):
+                self.changes["plugins"].append(f"{path}: registers a pytest plugin (pytest imports it by itself)")
         else:
             self.tar.addfile(info)
+
+
+def _is_plugin_registration(path: str, host_file: str) -> bool:
+    parent = PurePosixPath(path).parent.name
+    if PurePosixPath(path).name != "entry_points.txt" or not parent.endswith((".dist-info", ".egg-info")):
+        return False
+    with open(host_file, "rb") as f:
+        text = f.read(1 << 20).decode("utf-8", errors="replace")
+    return any(line.strip().replace(" ", "") == "[pytest11]" for line in text.splitlines())
 
 
 def _is_opaque(path: str) -> bool:
@@ -295,13 +323,14 @@ def _is_opaque(path: str) -> bool:
         return False
 
 
-def _archive(upper: str, lowers: list[str], image: str, plan: Plan) -> Changes:
+def _archive(upper: str, lowers: list[str], image: str, plan: Plan, limit_bytes: int | None = None) -> Changes:
     fd, archive_path = tempfile.mkstemp(prefix="changes-", suffix=".tar", dir=cache_dir("verify"))
     os.close(fd)
-    changes: dict[str, list[str]] = {"kept": [], "added": [], "deleted": [], "dropped": [], "directories": []}
+    changes: dict[str, list[str]] = {"kept": [], "added": [], "deleted": [], "dropped": [], "directories": [],
+                                     "plugins": []}
     try:
         with tarfile.open(archive_path, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            _Walk(upper, lowers, plan, tar, changes).visit("")
+            _Walk(upper, lowers, plan, tar, changes, limit_bytes).visit("")
         digest = hashlib.sha256()
         with open(archive_path, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):

@@ -61,6 +61,9 @@ def _matches(path: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(path, p) for p in patterns)
 
 
+matches_any = _matches
+
+
 def _under(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r + "/") for r in roots)
 

@@ -375,7 +375,10 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         plan = deliverables.plan_for(mode, task.workdir or await asyncio.to_thread(_working_dir, container),
                                      task.config.verifier.allow_changes)
         try:
-            carried = await asyncio.to_thread(deliverables.capture, container, plan)
+            carried = await asyncio.to_thread(deliverables.capture, container, plan,
+                                              limit_mb * 1024 * 1024 if limit_mb else None)
+        except deliverables.ChangesTooLarge as e:
+            return _failed("storage_exceeded", str(e), started, integrity=report)
         except deliverables.CaptureUnavailable as e:
             report.notes.append(f"{e}: the tests run on a commit of the agent's container, audited live")
     if carried is not None:
@@ -415,8 +418,12 @@ def _audit_carried(pristine: str, carried: Any, allow: list[str], workdir: str |
     info = carried.container.get("Config") or {}
     path_env = next((e.split("=", 1)[1] for e in info.get("Env") or [] if e.startswith("PATH=")), None)
     changes = integrity.changes_of(carried.kept, carried.added, carried.deleted)
-    return integrity.audit_changes(pristine, changes, allow, path_env, sites,
-                                   workdir or info.get("WorkingDir") or "/", stdlib, carried.package_test())
+    found = integrity.audit_changes(pristine, changes, allow, path_env, sites,
+                                    workdir or info.get("WorkingDir") or "/", stdlib, carried.package_test())
+    for entry in carried.plugins:
+        path = entry.split(": ", 1)[0]
+        (found.allowed if integrity.matches_any(path, allow) else found.suspicious).append(entry)
+    return found
 
 
 def _finish(task: LoadedTask, run: _TestRun, outcome: Any, files: dict[str, bytes | None] | str,
