@@ -203,8 +203,8 @@ def run(cmd: list[str], *, input: str | bytes | None = None, timeout: float = 60
             p.wait()
         if not keep_children:
             _killpg(p)
-        if root:
-            sweep()
+            if root:
+                sweep()
         outputs = []
         for f in (fout, ferr):
             f.seek(0)
