@@ -8,7 +8,7 @@ Checks per task:
 - isolation: while the agent runs, /tests and /solution are absent, no file of tests/ is in the
   image, and the network is off unless the task allows internet;
 - leak: during the oracle's verification, tests that use rsr_check run a probe with the
-  deliverable's privileges before the deliverable (see rsr/verify/kit/rsr_check.py); a task
+  deliverable's privileges before the deliverable (see rsr/tasks/kit/rsr_check.py); a task
   fails when the probe could read the tests, the reward directory, files the checker wrote or the
   checker's /proc entries. Tests that do not use the helper get a warning: their deliverable
   runs with the verifier's privileges.
@@ -37,8 +37,8 @@ from rsr.harness.null import null
 from rsr.harness.oracle import oracle
 from rsr.suites.inspect_tasks import tasks_task
 from rsr.suites.registry import SUITES, resolve_suite_path
+from rsr.tasks.kit.rsr_check import PROBE_ENV, PROBE_MARKER
 from rsr.tasks.load import LoadedTask, iter_files, load_dataset, task_from_metadata
-from rsr.verify.kit.rsr_check import PROBE_ENV, PROBE_MARKER
 from rsr.verify.verifier import verify
 
 CHECKS = ("build", "oracle", "null", "partial", "isolation", "leak")

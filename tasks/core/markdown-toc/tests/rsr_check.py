@@ -1,7 +1,7 @@
 """rsr_check: run a deliverable the checker does not trust (standard library only).
 
 Copy this file verbatim into a task's tests/ (rsr's own tasks are tested to hold an identical
-copy of rsr/verify/kit/rsr_check.py). A checker starts with
+copy of rsr/tasks/kit/rsr_check.py). A checker starts with
 
     import sys; sys.path.insert(0, "/tests")   # python3 -I keeps the script's dir off sys.path
     import rsr_check as rc
