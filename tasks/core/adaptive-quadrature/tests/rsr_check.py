@@ -169,8 +169,9 @@ def _spawn(cmd: list[str], *, root: bool, cwd: str | None, env: dict | None, std
     if _session["probe"] is not None and n & (n - 1) == 0:
         _probe(root=root)
     argv, extra = _argv([str(c) for c in cmd], root)
+    # umask 022 as in the agent's shell, not the checker's 077.
     return subprocess.Popen(argv, cwd=cwd, env=clean_env(env), stdin=stdin, stdout=stdout, stderr=stderr,
-                            start_new_session=True, close_fds=True, **extra)
+                            start_new_session=True, close_fds=True, umask=0o022, **extra)
 
 
 def _killpg(p: subprocess.Popen) -> None:
@@ -526,7 +527,13 @@ for pid in req["pids"]:
         p = "/proc/%d/%s" % (pid, entry)
         try:
             if entry == "fd":
-                os.listdir(p)
+                # Listing needs only directory access (root has it); following an entry needs
+                # ptrace access to the checker.
+                for n in os.listdir(p):
+                    os.readlink(p + "/" + n)
+                    break
+                else:
+                    continue
             else:
                 with open(p, "rb") as f:
                     if entry == "mem":

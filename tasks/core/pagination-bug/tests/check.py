@@ -17,8 +17,10 @@ spec = importlib.util.spec_from_file_location("pager", "/app/pager.py")
 pager = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(pager)
 out = []
+lists = {}
 for name, call_args in args:
-    call_args = [list(range(a["range"])) if isinstance(a, dict) else a for a in call_args]
+    call_args = [lists.setdefault(a["range"], list(range(a["range"]))) if isinstance(a, dict) else a
+                 for a in call_args]
     try:
         out.append({"v": getattr(pager, name)(*call_args)})
     except Exception as e:
