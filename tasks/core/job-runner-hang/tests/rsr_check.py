@@ -104,7 +104,25 @@ def lockdown() -> None:
     atexit.register(_at_exit)
     if os.environ.get(PROBE_ENV) == "1":
         _session["probe"] = {"user": "nobody", "mode": "unprivileged", "probes": 0, "findings": [], "notes": []}
+        _session["workdir_before"] = _listing(os.environ.get("RSR_WORKDIR", "/app"))
         _probe(root=False)
+
+
+def _listing(top: str, limit: int = 50000) -> dict | None:
+    """path -> (mtime_ns, inode, size) of the files under `top` (the agent's workdir as the
+    checker found it); None when there are too many to pass to the probe."""
+    out: dict = {}
+    for root_, _dirs, files in os.walk(top):
+        for name in files:
+            p = os.path.join(root_, name)
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            out[p] = [st.st_mtime_ns, st.st_ino, st.st_size]
+            if len(out) > limit:
+                return None
+    return out
 
 
 def _at_exit() -> None:
@@ -508,7 +526,12 @@ for top in (req["tests"], req["logs"]):
     except OSError:
         pass
 given = [g.rstrip("/") + "/" for g in req["given"]]
+before = req["workdir_before"]
 for top in req["scan"]:
+    in_workdir = top == req["workdir"]
+    if in_workdir and before is None:
+        notes.append("workdir too large to compare: not scanned")
+        continue
     for root, dirs, files in os.walk(top):
         if any((root + "/").startswith(g) for g in given):
             dirs[:] = []
@@ -519,8 +542,12 @@ for top in req["scan"]:
                 st = os.lstat(p)
             except OSError:
                 continue
-            if st.st_uid == 0 and st.st_mtime >= req["since"] and os.path.isfile(p) and not os.path.islink(p) \
-                    and can_read(p):
+            if in_workdir:
+                # The agent's files carry any mtime: what counts is what changed after lockdown.
+                new = before.get(p) != [st.st_mtime_ns, st.st_ino, st.st_size]
+            else:
+                new = st.st_mtime >= req["since"]
+            if st.st_uid == 0 and new and os.path.isfile(p) and not os.path.islink(p) and can_read(p):
                 found.append("checker-written file readable: " + p)
 for pid in req["pids"]:
     for entry in ("environ", "maps", "mem", "fd"):
@@ -572,6 +599,7 @@ def _probe(root: bool) -> None:
         pass
     workdir = os.environ.get("RSR_WORKDIR", "/app")
     req = {"tests": TESTS, "logs": LOGS, "given": list(_session["given"]), "since": since - 1,
+           "workdir": workdir, "workdir_before": _session.get("workdir_before"),
            "scan": [d for d in ("/tmp", "/var/tmp", "/dev/shm", "/run", workdir, "/logs", "/root") if os.path.isdir(d)],
            "pids": sorted(_ancestors() - {1})}
     argv, extra = _argv(["python3", "-I", "-c", _PROBE], root)
