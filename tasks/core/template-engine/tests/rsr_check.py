@@ -12,7 +12,8 @@ nobody, with a clean environment, a timeout and captured output), calls agent li
 through `rc.call_python` (a subprocess as nobody that returns JSON; agent code never enters
 the checker's process), reads what the deliverable wrote through `rc.read_text` (as nobody, so a
 symlink cannot make the checker read its own secrets), and inspects agent-written repositories
-through `rc.git` (no system/global config, hooks, fsmonitor, pager or external diff).
+through `rc.git` (no system/global config, hooks, fsmonitor, pager, external diff, or the
+filter, textconv and merge drivers a repository's own config names).
 
 `lockdown()` makes /tests and /logs/verifier root-only (0700) before anything of the agent's
 runs, makes the checker's process non-dumpable (its /proc entries and memory are closed even to
