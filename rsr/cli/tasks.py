@@ -108,14 +108,15 @@ def check(
     exclude: str | None = typer.Option(None, "--exclude", "-x", help="Skip tasks matching these globs."),
     runs: int = typer.Option(3, "--runs", help="Oracle runs per task; every run must pass."),
     only: str | None = typer.Option(None, "--only",
-                                    help="Comma-separated subset of: build,oracle,null,partial,isolation."),
+                                    help="Comma-separated subset of: build,oracle,null,partial,isolation,leak."),
     log_dir: str = typer.Option("logs/tasks-check", "--log-dir", help="Where Inspect writes the .eval logs."),
     max_sandboxes: int | None = typer.Option(None, "--max-sandboxes",
                                              help="Concurrent sandboxes (Inspect default: 2 x CPUs)."),
     json_out: Path | None = typer.Option(None, "--json-out", help="Also write the report as JSON."),
 ) -> None:
     """Quality gate in real Docker sandboxes: oracle passes every run, null and a partial oracle
-    fail, tests and solution stay hidden, network off unless allowed. Exit 1 on any finding."""
+    fail, tests and solution stay hidden, network off unless allowed, and (leak) the deliverable
+    can read neither the tests nor the checker's expected outputs. Exit 1 on any finding."""
     from rsr.suites.check import CHECKS, check_tasks
 
     # Logs and CI have no terminal width; keep the table readable there.
@@ -143,6 +144,8 @@ def check(
     for r in reports:
         for f in r.findings:
             console.print(f"[red]{r.name}[/red]: {f}", highlight=False)
+        for w in r.warnings:
+            console.print(f"[yellow]{r.name}[/yellow] (warning): {w}", highlight=False)
     if json_out:
         json_out.write_text(json.dumps([r.to_dict() for r in reports], indent=2))
     bad = [r for r in reports if not r.ok]

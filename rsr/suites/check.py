@@ -6,12 +6,18 @@ Checks per task:
 - null: doing nothing fails;
 - partial: the reference solution cut short does not pass (tests check the end state);
 - isolation: while the agent runs, /tests and /solution are absent, no file of tests/ is in the
-  image, and the network is off unless the task allows internet.
+  image, and the network is off unless the task allows internet;
+- leak: during the oracle's verification, tests that use rsr_check run a probe with the
+  deliverable's privileges before the deliverable (see rsr/tasks/kit/rsr_check.py); a task
+  fails when the probe could read the tests, the reward directory, files the checker wrote or the
+  checker's /proc entries. Tests that do not use the helper get a warning: their deliverable
+  runs with the verifier's privileges.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import time
 from collections.abc import Callable
@@ -22,6 +28,8 @@ from typing import Any
 from inspect_ai import eval as inspect_eval
 from inspect_ai.agent import Agent, AgentState, agent, as_solver
 from inspect_ai.log import EvalLog
+from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
+from inspect_ai.solver import TaskState
 from inspect_ai.solver._task_state import sample_state
 from inspect_ai.util import sandbox
 
@@ -29,9 +37,12 @@ from rsr.harness.null import null
 from rsr.harness.oracle import oracle
 from rsr.suites.inspect_tasks import tasks_task
 from rsr.suites.registry import SUITES, resolve_suite_path
+from rsr.tasks.kit.rsr_check import PROBE_ENV, PROBE_MARKER
 from rsr.tasks.load import LoadedTask, iter_files, load_dataset, task_from_metadata
+from rsr.verify.verifier import verify
 
-CHECKS = ("build", "oracle", "null", "partial", "isolation")
+CHECKS = ("build", "oracle", "null", "partial", "isolation", "leak")
+HELPER = "rsr_check.py"
 # Names too generic to identify a leaked test file by name alone.
 GENERIC_TEST_NAMES = {"test.sh", "run-tests.sh", "__init__.py", "conftest.py", "requirements.txt"}
 
@@ -41,6 +52,7 @@ class TaskReport:
     name: str
     path: str
     findings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     oracle_passes: list[bool] = field(default_factory=list)
     null_passed: bool | None = None
     partial_passed: bool | None = None
@@ -48,6 +60,7 @@ class TaskReport:
     image_mb: float | None = None
     oracle_sec: float | None = None
     isolation: dict[str, Any] = field(default_factory=dict)
+    leak_probe: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -55,6 +68,7 @@ class TaskReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": self.path, "ok": self.ok, "findings": self.findings,
+                "warnings": self.warnings, "leak_probe": self.leak_probe,
                 "oracle_passes": self.oracle_passes, "null_passed": self.null_passed,
                 "partial_passed": self.partial_passed, "build_sec": self.build_sec,
                 "image_mb": self.image_mb, "oracle_sec": self.oracle_sec, "isolation": self.isolation}
@@ -94,6 +108,55 @@ def isolation_probe() -> Agent:
         return state
 
     return execute
+
+
+def probe_report(output: str) -> dict[str, Any] | None:
+    """The leak probe's report from a test run's output (its last marker line), or None."""
+    for line in reversed(output.splitlines()):
+        if line.startswith(PROBE_MARKER):
+            try:
+                found = json.loads(line[len(PROBE_MARKER):])
+            except ValueError:
+                return {"findings": [], "notes": ["unreadable probe report"], "probes": 0}
+            return found if isinstance(found, dict) else None
+    return None
+
+
+@scorer(metrics={"passed": [mean(), stderr()], "reward": [mean()], "process": [mean()]})
+def leak_probing_verifier() -> Scorer:
+    """The task's verifier with the leak probe switched on (rsr_check reads PROBE_ENV); the
+    probe's report goes to the score's metadata."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        task = task_from_metadata(state.metadata)
+        task.config.verifier.env[PROBE_ENV] = "1"
+        result = await verify(task, integrity=state.metadata.get("integrity_policy") or "auto")
+        return Score(value=result.score_value(), answer="passed" if result.passed else "failed",
+                     explanation=result.explanation,
+                     metadata={"leak_probe": probe_report(result.explanation), "error": result.error})
+
+    return score
+
+
+def leak_findings(task: LoadedTask, probe: dict[str, Any] | None) -> tuple[list[str], list[str]]:
+    """(findings, warnings) for one task from its probe report."""
+    uses_helper = (task.paths.tests_dir / HELPER).is_file()
+    if probe is None:
+        if uses_helper:
+            return ["leak probe did not report (the tests crashed before exit, or bypass rsr_check)"], []
+        return [], ["tests do not use rsr_check: the deliverable runs with the verifier's privileges "
+                    f"({task.config.verifier.user or 'root'}), and nothing checks what it can read"]
+    found = list(probe.get("findings") or [])
+    if not probe.get("probes"):
+        return [f"leak probe did not run: {'; '.join(probe.get('notes') or [])[:300]}"], []
+    if probe.get("mode") == "root":
+        # Reduced mode: a root deliverable reads /tests by design (documented in the task);
+        # what it must still not reach is the checker's process.
+        hard = [f for f in found if f.startswith("checker process readable")]
+        soft = [f for f in found if f not in hard]
+        warn = [f"reduced mode (the deliverable runs as root): readable by it: {', '.join(soft[:8])}"] if soft else []
+        return [f"deliverable could read: {f}" for f in hard], warn
+    return [f"deliverable could read: {f}" for f in found], []
 
 
 def _passed(sample: Any) -> bool:
@@ -168,8 +231,8 @@ def check_tasks(
     # All runs go into one Inspect eval, each as its own task, so sandboxes stay busy across
     # phases instead of idling on each phase's slowest sample.
     phases: dict[str, tuple[Agent, int]] = {}
-    if "oracle" in checks:
-        phases["oracle"] = (oracle(), runs)
+    if "oracle" in checks or "leak" in checks:
+        phases["oracle"] = (oracle(), runs if "oracle" in checks else 1)
     if "isolation" in checks:
         # The probe only looks around, so its scores double as the null agent's.
         phases["probe"] = (isolation_probe(), 1)
@@ -181,16 +244,18 @@ def check_tasks(
     if valid and phases:
         progress(f"{', '.join(phases)}: {len(valid)} task(s) in Docker")
         inspect_tasks = []
-        for agent_, epochs in phases.values():
+        for phase, (agent_, epochs) in phases.items():
             t = tasks_task(suite, root, names, None, solver=as_solver(agent_))
             t.epochs = epochs
+            if phase == "oracle" and "leak" in checks:
+                t.scorer = [leak_probing_verifier()]
             inspect_tasks.append(t)
         logs = inspect_eval(inspect_tasks, model="mockllm/model", log_dir=log_dir, display="none",
                             max_sandboxes=max_sandboxes, max_tasks=len(inspect_tasks),
                             fail_on_error=False, score_display=False)
         results = {phase: _samples_by_task(log) for phase, log in zip(phases, logs, strict=True)}
 
-    if "oracle" in results:
+    if "oracle" in results and "oracle" in checks:
         samples = results["oracle"]
         for t in valid:
             rep = reports[t.name]
@@ -200,6 +265,24 @@ def check_tasks(
             if not rep.oracle_passes or not all(rep.oracle_passes):
                 why = _first_explanation(samples.get(t.name, []))
                 rep.findings.append(f"oracle passed {sum(rep.oracle_passes)}/{runs} runs: {why}")
+    if "leak" in checks and "oracle" in results:
+        for t in valid:
+            rep = reports[t.name]
+            got = results["oracle"].get(t.name, [])
+            meta = [next(iter((s.scores or {}).values()), None) for s in got]
+            probes = [m.metadata.get("leak_probe") for m in meta if m is not None and m.metadata]
+            probe = next((p for p in probes if p is not None), None)
+            if probe is not None:
+                for p in probes:  # every oracle run's findings count
+                    if p is not None and p is not probe:
+                        probe["findings"] = sorted(set(probe.get("findings", [])) | set(p.get("findings", [])))
+            rep.leak_probe = probe
+            if not got or all(s.error for s in got):
+                rep.findings.append("leak probe: the oracle's sample errored")
+                continue
+            found, warned = leak_findings(t, probe)
+            rep.findings.extend(found)
+            rep.warnings.extend(warned)
     if "null" in checks and "probe" in results:
         samples = results["probe"]
         for t in valid:

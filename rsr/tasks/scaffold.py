@@ -19,6 +19,11 @@ def _template(name: str) -> str:
     return (resources.files("rsr.tasks") / "scaffold" / name).read_text(encoding="utf-8")
 
 
+def checker_kit() -> str:
+    """rsr_check.py, the checker kit every task's tests/ holds a verbatim copy of."""
+    return (resources.files("rsr.tasks") / "kit" / "rsr_check.py").read_text(encoding="utf-8")
+
+
 def scaffold_task(root: Path, name: str, category: str = "software-engineering",
                   difficulty: str = "medium", milestones: bool = False) -> Path:
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
@@ -50,4 +55,5 @@ def scaffold_task(root: Path, name: str, category: str = "software-engineering",
         path.write_text(text, encoding="utf-8")
         if path.suffix == ".sh":
             path.chmod(0o755)
+    (task_dir / "tests" / "rsr_check.py").write_text(checker_kit(), encoding="utf-8")
     return task_dir

@@ -1,11 +1,9 @@
 #!/bin/bash
-# Runs after the agent; /tests holds this directory. reward.json reports each milestone named
-# in task.toml ([metadata] milestones) and `reward` = 1 only when all of them pass.
+# Runs after the agent; /tests holds this directory. rsr_check.py is a verbatim copy of rsr's
+# checker kit (keep it identical): test_outputs.py runs the deliverable through it and writes
+# /logs/verifier/reward.json with each milestone named in task.toml ([metadata] milestones) and
+# `reward` = 1 only when all of them pass. python3 -I keeps /app off the checker's sys.path.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mkdir -p /logs/verifier
-python3 /tests/test_outputs.py /tmp/milestones.json
-python3 - <<'PY'
-import json
-m = json.load(open("/tmp/milestones.json"))
-m["reward"] = 1.0 if all(v >= 1 for v in m.values()) else 0.0
-json.dump(m, open("/logs/verifier/reward.json", "w"))
-PY
+cd /tmp
+python3 -I /tests/test_outputs.py --milestones

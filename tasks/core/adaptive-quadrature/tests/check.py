@@ -1,8 +1,13 @@
 """Runs /app/integrate.py on freshly generated integrands with closed-form integrals."""
 import math
 import random
-import subprocess
 import sys
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 rng = random.Random(31337)
 cases = []
@@ -52,8 +57,7 @@ cases.append(("cos(x)", 1.25, 1.25, 0.0))
 fails = []
 for expr, lo, hi, exact in cases:
     try:
-        p = subprocess.run(["python3", "/app/integrate.py", expr, repr(lo), repr(hi)],
-                           capture_output=True, text=True, timeout=10)
+        p = rc.run(["python3", "/app/integrate.py", expr, repr(lo), repr(hi)], timeout=10)
         got = float(p.stdout.strip().splitlines()[-1])
     except Exception as e:  # noqa: BLE001
         fails.append(f"{expr} on [{lo}, {hi}]: no result ({e})")

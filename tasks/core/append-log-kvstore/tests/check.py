@@ -1,27 +1,43 @@
 """Milestone checks for /app/kv.py; writes /logs/verifier/reward.json."""
-import json
 import os
 import random
-import shutil
-import subprocess
 import sys
 
-ROOT = "/tmp/kvt"
-shutil.rmtree(ROOT, ignore_errors=True)
-os.makedirs(ROOT)
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
+# The stores live in a directory of the deliverable's user; the checker touches their files
+# only as that user (rc.as_user), so a planted symlink cannot redirect its reads or writes.
+ROOT = rc.scratch("kvt-")
 rng = random.Random(8086)
 notes = []
 
 
 def kv(db, *args, stdin=None):
-    return subprocess.run(["python3", "/app/kv.py", db, *args], input=stdin, capture_output=True,
-                          text=True, timeout=30)
+    return rc.run(["python3", "/app/kv.py", db, *args], input=stdin, timeout=30)
 
 
 def expect(cond, msg):
     if not cond:
         notes.append(msg)
         raise AssertionError(msg)
+
+
+def rd(path):
+    with rc.as_user(), open(path, "rb") as f:
+        return f.read()
+
+
+def wr(path, data):
+    with rc.as_user(), open(path, "wb") as f:
+        f.write(data)
+
+
+def size(path):
+    with rc.as_user():
+        return os.path.getsize(path)
 
 
 def fresh(name):
@@ -63,7 +79,8 @@ def m_basic_ops():
                 ["scan", "a", "b"]):
         expect(kv(db, *bad).returncode == 2, f"usage error {bad} must exit 2")
     expect(kv(db, "get", "k").returncode == 1, "a rejected set changed the store")
-    expect(os.path.isfile(os.path.join(db, "data.log")), "DBDIR/data.log missing")
+    with rc.as_user():
+        expect(os.path.isfile(os.path.join(db, "data.log")), "DBDIR/data.log missing")
 
 
 def m_persistence():
@@ -81,9 +98,9 @@ def m_persistence():
             model[k] = v
     got, _ = scan_dict(db)
     expect(got == model, "state after 60 random commands differs from the expected state")
-    size = os.path.getsize(os.path.join(db, "data.log"))
+    before = size(os.path.join(db, "data.log"))
     kv(db, "set", "tail", "x")
-    expect(os.path.getsize(os.path.join(db, "data.log")) > size, "set did not append to data.log")
+    expect(size(os.path.join(db, "data.log")) > before, "set did not append to data.log")
 
 
 def m_prefix_scan():
@@ -106,12 +123,12 @@ def m_atomic_batch():
     expect(r.returncode == 0, f"valid batch failed: {r.stderr[-200:]}")
     got, _ = scan_dict(db)
     expect(got == {"a": "3", "b": "two words"}, f"batch result {got}")
-    before = open(os.path.join(db, "data.log"), "rb").read()
+    before = rd(os.path.join(db, "data.log"))
     r = kv(db, "batch", stdin="set c 1\nset d 2\nbogus line\n")
     expect(r.returncode == 2, "malformed batch must exit 2")
     got, _ = scan_dict(db)
     expect(got == {"a": "3", "b": "two words"}, "malformed batch partially applied")
-    expect(open(os.path.join(db, "data.log"), "rb").read() == before, "malformed batch wrote to the log")
+    expect(rd(os.path.join(db, "data.log")) == before, "malformed batch wrote to the log")
     big = "".join(f"set bulk{i:04d} value {i}\n" for i in range(1500))
     expect(kv(db, "batch", stdin=big).returncode == 0, "1500-line batch failed")
     got, _ = scan_dict(db, "bulk")
@@ -122,25 +139,22 @@ def torn(db, cmd, stdin=None, leave_torn=False):
     """Runs one appending command, then cuts the log at several points inside what it appended;
     returns (size_before, size_after) and asserts the command left no trace after each cut."""
     log = os.path.join(db, "data.log")
-    saved = open(log, "rb").read()
+    saved = rd(log)
     state_before, _ = scan_dict(db)
     r = kv(db, *cmd, stdin=stdin)
     expect(r.returncode == 0, f"{cmd} failed")
-    full = open(log, "rb").read()
+    full = rd(log)
     expect(full[:len(saved)] == saved, f"{cmd} rewrote existing bytes of data.log")
     added = len(full) - len(saved)
     expect(added > 1, f"{cmd} appended nothing")
     for cut in sorted({1, added // 3, added // 2, added - 1}):
-        with open(log, "wb") as f:
-            f.write(full[:len(saved) + cut])
+        wr(log, full[:len(saved) + cut])
         got, _ = scan_dict(db)
         expect(got == state_before, f"after cutting the last {cmd[0]} to {cut}/{added} bytes the state is wrong")
     if not leave_torn:
-        with open(log, "wb") as f:
-            f.write(saved)
+        wr(log, saved)
     else:
-        with open(log, "wb") as f:
-            f.write(full[:len(saved) + added // 2])
+        wr(log, full[:len(saved) + added // 2])
 
 
 def m_crash_recovery():
@@ -170,14 +184,16 @@ def m_compaction():
     kv(db, "batch", stdin="".join(f"del hot{i}\n" for i in range(0, 300, 2)))
     kv(db, "set", "ünï", "cødé")
     model, _ = scan_dict(db)
-    before = os.path.getsize(os.path.join(db, "data.log"))
+    before = size(os.path.join(db, "data.log"))
     r = kv(db, "compact")
     expect(r.returncode == 0, f"compact failed: {r.stderr[-200:]}")
     live = sum(len(k.encode()) + len(v.encode()) for k, v in model.items())
-    size = os.path.getsize(os.path.join(db, "data.log"))
+    now = size(os.path.join(db, "data.log"))
     limit = 2 * live + 50 * len(model) + 4096
-    expect(size <= limit, f"data.log is {size} bytes after compact (was {before}), limit {limit}")
-    expect(sorted(os.listdir(db)) == ["data.log"], f"extra files after compact: {os.listdir(db)}")
+    expect(now <= limit, f"data.log is {now} bytes after compact (was {before}), limit {limit}")
+    with rc.as_user():
+        left = sorted(os.listdir(db))
+    expect(left == ["data.log"], f"extra files after compact: {left}")
     got, _ = scan_dict(db)
     expect(got == model, "data changed by compaction")
     kv(db, "set", "post", "compact")
@@ -204,8 +220,6 @@ for m in MILESTONES:
     print(f"{name}: {'PASS' if result[name] else 'FAIL'}")
 for n in notes:
     print("  note:", n[:300])
-result = {"reward": int(all(result.values())), **result}
-os.makedirs("/logs/verifier", exist_ok=True)
-with open("/logs/verifier/reward.json", "w") as f:
-    json.dump(result, f)
-sys.exit(0 if result["reward"] else 1)
+reward = int(all(result.values()))
+rc.write_reward(reward, result)
+sys.exit(0 if reward else 1)

@@ -5,10 +5,18 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+# invsvcctl is a root control script (it starts the service as the invsvc user and writes
+# /run/invsvc): it runs in rsr_check's reduced mode, its service left running between calls.
+# The checker judges through HTTP, /proc and its own reads; see rsr_check.py for what reduced
+# mode leaves open.
+rc.lockdown()
 
 CTL = "/opt/invsvc/bin/invsvcctl"
 BASE = "http://127.0.0.1:8080"
@@ -24,15 +32,15 @@ notes: list[str] = []
 
 
 def ctl(arg: str) -> int:
-    # Output goes to a file, not a pipe: a daemon that inherits a pipe would block us.
-    with tempfile.TemporaryFile() as out:
-        try:
-            rc = subprocess.run([CTL, arg], stdin=subprocess.DEVNULL, stdout=out, stderr=out, timeout=20).returncode
-        except subprocess.TimeoutExpired:
-            rc = -1
-        out.seek(0)
-        notes.append(f"invsvcctl {arg} -> {rc}: {out.read().decode(errors='replace').strip()[:200]}")
-    return rc
+    # rc.run captures through files, not pipes: a daemon that inherits a pipe would block us.
+    try:
+        r = rc.run([CTL, arg], root=True, keep_children=True, timeout=20,
+                   env={"HOME": "/root", "USER": "root", "LOGNAME": "root"})
+        code, out = r.returncode, r.stdout + r.stderr
+    except subprocess.TimeoutExpired:
+        code, out = -1, ""
+    notes.append(f"invsvcctl {arg} -> {code}: {out.strip()[:200]}")
+    return code
 
 
 def port_open() -> bool:
@@ -182,6 +190,5 @@ finally:
     reward = int(all(results.values()))
     print("\n".join(notes))
     print(json.dumps(results))
-    with open("/logs/verifier/reward.json", "w") as f:
-        json.dump({"reward": reward, **results}, f)
+    rc.write_reward(reward, results)
     sys.exit(0 if reward else 1)

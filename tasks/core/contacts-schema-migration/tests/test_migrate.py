@@ -2,12 +2,14 @@ import os
 import re
 import shutil
 import sqlite3
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
 from gen_v1 import build  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 errors: list[str] = []
 
@@ -42,7 +44,8 @@ def reference(db: str):
 
 def check_db(db: str, label: str) -> None:
     ref = reference(db)
-    r = subprocess.run(["/app/migrate", db], capture_output=True, text=True, timeout=60)
+    rc.hand_over(db)
+    r = rc.run(["/app/migrate", db], timeout=60)
     if r.returncode != 0:
         errors.append(f"{label}: migrate exited {r.returncode}: {r.stderr[-300:]}")
         return
@@ -112,12 +115,13 @@ def main() -> int:
         errors.append("/app/contacts.db was not migrated")
     con.close()
     for seed in (31, 32, 33):
-        db = os.path.join(tempfile.mkdtemp(), "c.db")
+        db = os.path.join(rc.scratch(), "c.db")
         build(db, seed)
         check_db(db, f"seed {seed}")
         snap = db + ".snap"
         shutil.copy(db, snap)
-        r = subprocess.run(["/app/migrate", db], capture_output=True, text=True, timeout=60)
+        rc.hand_over(os.path.dirname(db))
+        r = rc.run(["/app/migrate", db], timeout=60)
         a = sqlite3.connect(db)
         b = sqlite3.connect(snap)
         dump_a, dump_b = list(a.iterdump()), list(b.iterdump())

@@ -2,10 +2,14 @@ import csv
 import json
 import os
 import random
-import subprocess
 import sys
-import tempfile
 from decimal import Decimal
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 PRODUCTS = ["Widget", "Widget, large", 'Cable "USB-C"', "Gadget", "Bolt, hex, M6", "Zebra tape", "anchor"]
 REGIONS = ["north", "south", "east", "west", "central"]
@@ -39,16 +43,17 @@ def main() -> int:
         for i in range(rng.randint(20, 400)):
             rows.append({"order_id": str(5000 + i), "region": rng.choice(regions), "product": rng.choice(PRODUCTS),
                          "quantity": str(rng.randint(1, 40)), "unit_price": f"{rng.randint(1, 99999) / 100:.2f}"})
-        d = tempfile.mkdtemp()
+        d = rc.scratch()  # input and output: the deliverable's; the expected values stay in memory
         inp, outp = os.path.join(d, "in.csv"), os.path.join(d, "out.json")
         with open(inp, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
             w.writeheader()
             w.writerows(rows)
-        r = subprocess.run(["/app/summarize", inp, outp], capture_output=True, text=True, timeout=30)
+        rc.hand_over(inp)
+        r = rc.run(["/app/summarize", inp, outp], timeout=30)
         want = reference(rows)
         try:
-            got = json.load(open(outp))
+            got = json.loads(rc.read_text(outp))
         except (OSError, ValueError) as e:
             print(f"FAIL seed {seed}: no valid JSON output ({e}); rc={r.returncode} {r.stderr[-300:]}")
             bad += 1

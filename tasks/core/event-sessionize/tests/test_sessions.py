@@ -1,10 +1,14 @@
 import json
 import os
 import random
-import subprocess
 import sys
-import tempfile
 from datetime import datetime, timedelta, timezone
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 PAGES = ["/home", "/cart", "/checkout", "/help", "/search", "/item/1", "/item/2"]
 OFFSETS = [0, 60, -300, 330, -480, 120]
@@ -71,12 +75,16 @@ def main() -> int:
     for seed in range(5):
         rng = random.Random(seed)
         random.seed(seed)
-        d = tempfile.mkdtemp()
+        d = rc.scratch("events-")
         events = generate(rng, d)
-        out = os.path.join(tempfile.mkdtemp(), "s.csv")
-        r = subprocess.run(["/app/sessionize", d, out], capture_output=True, text=True, timeout=30)
+        rc.hand_over(d)
+        out = os.path.join(rc.scratch("out-"), "s.csv")
+        r = rc.run(["/app/sessionize", d, out], timeout=30)
         want = reference(events)
-        got = open(out).read() if os.path.exists(out) else None
+        try:
+            got = rc.read_text(out)
+        except OSError:
+            got = None
         if r.returncode != 0 or got is None or got.replace("\r\n", "\n") != want:
             bad += 1
             print(f"FAIL seed {seed}: rc={r.returncode} stderr={r.stderr[-300:]}")

@@ -3,15 +3,18 @@ rewritten history with filter-branch, and compares commit DAG signatures ref by 
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
+import tempfile
 
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
 REPO = "/app/service"
 SECRETS = [b"sk_live_4f9a8b7c6d5e3f2a", b"sk_live_rotated_77q1w2e3", b"sk_live_local_dev_key_5k8"]
 LOCAL = "PAYMENT_API_KEY=sk_live_local_dev_key_5k8\n"
 notes = []
-subprocess.run(["git", "config", "--global", "--add", "safe.directory", "*"])
 
 
 def expect(cond, msg):
@@ -21,15 +24,14 @@ def expect(cond, msg):
 
 
 def git(repo, *a, binary=False):
-    r = subprocess.run(["git", *a], cwd=repo, capture_output=True, text=not binary)
-    return r
+    # Hardened git (no hooks, fsmonitor, global config or repository-named drivers).
+    return rc.git(list(a), repo=repo, text=not binary)
 
 
 def build_expected():
-    ref = "/tmp/expected_service"
-    shutil.rmtree(ref, ignore_errors=True)
-    subprocess.run(["python3", "/tests/make_repo.py", ref], check=True)
-    env = dict(os.environ, FILTER_BRANCH_SQUELCH_WARNING="1")
+    ref = os.path.join(tempfile.mkdtemp(), "expected_service")  # root-only (0700)
+    subprocess.run(["python3", "-I", "/tests/make_repo.py", ref], check=True, env=dict(rc.GIT_ENV, PATH=rc.CLEAN_PATH))
+    env = dict(rc.GIT_ENV, PATH=rc.CLEAN_PATH, FILTER_BRANCH_SQUELCH_WARNING="1")
     subprocess.run(["git", "filter-branch", "-f", "--prune-empty", "--index-filter",
                     "git rm -q --cached --ignore-unmatch config/secrets.env assets/dump.bin",
                     "--tag-name-filter", "cat", "--", "--all"], cwd=ref, env=env, check=True, capture_output=True)
@@ -120,7 +122,11 @@ def m_local_config_kept():
     expect(git(REPO, "rev-list", "refs/heads/main", "--", "config/secrets.env").stdout.strip() == "",
            "main still has history touching config/secrets.env")
     path = f"{REPO}/config/secrets.env"
-    expect(os.path.isfile(path) and open(path).read() == LOCAL, "the local config/secrets.env was changed or removed")
+    try:
+        local = rc.read_text(path)
+    except OSError:
+        local = None
+    expect(local == LOCAL, "the local config/secrets.env was changed or removed")
     expect(git(REPO, "symbolic-ref", "HEAD").stdout.strip() == "refs/heads/main", "main is not checked out")
     expect(git(REPO, "status", "--porcelain", "--untracked-files=no").stdout.strip() == "", "tracked files have changes")
     expect(git(REPO, "ls-files", "config/secrets.env").stdout.strip() == "", "config/secrets.env is tracked again")
@@ -140,8 +146,6 @@ for m in MILESTONES:
     print(f"{name}: {'PASS' if result[name] else 'FAIL'}")
 for n in notes:
     print("  note:", n[:300])
-result = {"reward": int(all(result.values())), **result}
-os.makedirs("/logs/verifier", exist_ok=True)
-with open("/logs/verifier/reward.json", "w") as f:
-    json.dump(result, f)
-sys.exit(0 if result["reward"] else 1)
+reward = int(all(result.values()))
+rc.write_reward(reward, result)
+sys.exit(0 if reward else 1)

@@ -1,17 +1,20 @@
 """Checks that the original commit objects were restored as the tips of both branches."""
-import subprocess
 import sys
 
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
 # The image builds the repository with fixed authors and dates, so these ids are reproducible.
 FEATURE_TIP = "59f60e776126616d2cf7655fcee7cbf549e18e54"   # "Add TSV export"
 MAIN_TIP = "ebb8f1ff03a2834334c8985c403081c2c9429033"      # "Describe the project in the README"
 
 
 def git(*args):
-    return subprocess.run(["git", "-C", "/app/shop", *args], capture_output=True, text=True)
+    # Hardened git (no hooks, fsmonitor, global config or repository-named drivers).
+    return rc.git(list(args), repo="/app/shop")
 
 
-subprocess.run(["git", "config", "--global", "--add", "safe.directory", "*"])
 fails = []
 r = git("rev-parse", "--verify", "-q", "refs/heads/feature/report-export")
 if r.stdout.strip() != FEATURE_TIP:
@@ -28,7 +31,7 @@ if r.returncode != 0 or r.stdout.strip():
 want = {"README.md": "# Shop\n\nBilling and reporting helpers.\n"}
 for path, content in want.items():
     try:
-        if open(f"/app/shop/{path}").read() != content:
+        if rc.read_text(f"/app/shop/{path}") != content:
             fails.append(f"{path} in the working tree does not match main")
     except OSError:
         fails.append(f"{path} missing from the working tree")

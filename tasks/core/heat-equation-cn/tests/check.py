@@ -1,11 +1,16 @@
 """Checks /app/heat against an exact Crank-Nicolson reference (small grids), analytic solutions
 (stability, steady state, convergence order) and a large grid under a time bound."""
-import json
 import math
 import os
 import random
 import subprocess
 import sys
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 notes = []
 rng = random.Random(1822)
@@ -21,7 +26,7 @@ def run(alpha, L, nx, dt, steps, left, right, init, timeout=20):
     expect(os.access("/app/heat", os.X_OK), "/app/heat missing or not executable")
     text = f"{alpha!r} {L!r} {nx} {dt!r} {steps} {left!r} {right!r}\n" + "\n".join(repr(v) for v in init) + "\n"
     try:
-        r = subprocess.run(["/app/heat"], input=text, capture_output=True, text=True, timeout=timeout)
+        r = rc.run(["/app/heat"], input=text, timeout=timeout)
     except subprocess.TimeoutExpired:
         expect(False, f"/app/heat exceeded {timeout} s for nx={nx}, steps={steps}")
     expect(r.returncode == 0, f"/app/heat exited {r.returncode}: {r.stderr[-200:]}")
@@ -138,8 +143,6 @@ for m in MILESTONES:
     print(f"{name}: {'PASS' if result[name] else 'FAIL'}")
 for n in notes:
     print("  note:", n[:300])
-result = {"reward": int(all(result.values())), **result}
-os.makedirs("/logs/verifier", exist_ok=True)
-with open("/logs/verifier/reward.json", "w") as f:
-    json.dump(result, f)
-sys.exit(0 if result["reward"] else 1)
+reward = int(all(result.values()))
+rc.write_reward(reward, result)
+sys.exit(0 if reward else 1)

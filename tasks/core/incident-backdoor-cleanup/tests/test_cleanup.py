@@ -5,7 +5,15 @@ import stat
 import subprocess
 import sys
 import tarfile
-import tempfile
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+# The deliverable is the host's state. Its one executable part that needs root, a root login
+# shell over the startup files, runs last in rsr_check's reduced mode (see rsr_check.py), after
+# every other check has read what it needs, like backup.sh (a root job by design).
+rc.lockdown()
+rc.expose("/app")
 
 OPS_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGb1q8xXkz0tOPsv1NwIuNm7pjUYxFq2rY3mH7cU5e0A ops@bastion"
 REMOVED_REQUIRED = {"/etc/cron.d/php-sess-clean", "/usr/local/lib/.cache/dbus-helper", "/usr/local/lib/libsysd.so",
@@ -61,10 +69,13 @@ def persistence_removed() -> bool:
     for p in STARTUP:
         t = text(p)
         ok &= check("persist", "LD_PRELOAD" not in t and "/dev/tcp" not in t and "dbus-helper" not in t, f"{p} still malicious")
-    r = subprocess.run(["env", "-i", "HOME=/root", "PATH=/usr/bin:/bin", "bash", "-l", "-i", "-c", "echo \"[$LD_PRELOAD]\""],
-                       capture_output=True, text=True, timeout=20)
-    ok &= check("persist", "[]" in r.stdout, f"a root login shell still gets LD_PRELOAD: {r.stdout.strip()!r}")
     return ok
+
+
+def login_shell_clean() -> bool:
+    r = rc.run(["bash", "-l", "-i", "-c", "echo \"[$LD_PRELOAD]\""], root=True, timeout=20,
+               env={"HOME": "/root", "PATH": "/usr/bin:/bin", "USER": "root", "LOGNAME": "root"})
+    return check("persist", "[]" in r.stdout, f"a root login shell still gets LD_PRELOAD: {r.stdout.strip()!r}")
 
 
 def suid_shell_removed() -> bool:
@@ -83,11 +94,12 @@ def backup_script_repaired() -> bool:
     t = text(script)
     ok = check("backup", "shadow" not in t and ".sysd" not in t, "backup.sh still copies secrets")
     before = set(glob.glob("/tmp/.sysd/*")) | set(glob.glob("/tmp/**/s.*", recursive=True))
-    dest = tempfile.mkdtemp()
-    r = subprocess.run([script, dest], capture_output=True, text=True, timeout=60)
+    dest = rc.scratch("backup-")
+    r = rc.run([script, dest], root=True, timeout=60, env={"HOME": "/root", "USER": "root", "LOGNAME": "root"})
     ok &= check("backup", r.returncode == 0, f"backup.sh exited {r.returncode}: {r.stderr[-200:]}")
     try:
-        names = set(tarfile.open(os.path.join(dest, "app.tar.gz")).getnames())
+        with rc.as_user():
+            names = set(tarfile.open(os.path.join(dest, "app.tar.gz")).getnames())
     except (OSError, tarfile.TarError):
         names = set()
     ok &= check("backup", {"app/config.env", "app/main.py"} <= names, f"archive holds {sorted(names)}")
@@ -114,7 +126,7 @@ def system_intact() -> bool:
 
 def report() -> bool:
     try:
-        rep = json.load(open("/app/incident_report.json"))
+        rep = json.loads(rc.read_text("/app/incident_report.json"))
     except (OSError, ValueError) as e:
         return check("report", False, f"unreadable: {e}")
     if not check("report", isinstance(rep, dict) and set(rep) == {"accounts", "files_removed", "files_repaired"}, f"keys {list(rep) if isinstance(rep, dict) else rep}"):
@@ -128,14 +140,21 @@ def report() -> bool:
 
 
 results = {}
-for fn in (backdoor_account_removed, ssh_keys_clean, persistence_removed, suid_shell_removed, backup_script_repaired, system_intact, report):
+# The two root runs (backup.sh, the login shell) come after every check that reads the system.
+for fn in (backdoor_account_removed, ssh_keys_clean, persistence_removed, suid_shell_removed, system_intact, report,
+           backup_script_repaired):
     try:
         results[fn.__name__] = int(bool(fn()))
     except Exception as e:  # a broken system must score 0 for that milestone, not crash the checker
         notes.append(f"{fn.__name__}: checker error {e!r}")
         results[fn.__name__] = 0
+try:
+    results["persistence_removed"] &= int(login_shell_clean())
+except Exception as e:  # noqa: BLE001
+    notes.append(f"login shell: checker error {e!r}")
+    results["persistence_removed"] = 0
 reward = int(all(results.values()))
 print("\n".join(notes))
 print(json.dumps(results))
-json.dump({"reward": reward, **results}, open("/logs/verifier/reward.json", "w"))
+rc.write_reward(reward, results)
 sys.exit(0 if reward else 1)

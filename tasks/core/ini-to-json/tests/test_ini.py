@@ -1,9 +1,13 @@
 import json
 import os
 import random
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 FIXED = [
     ("a = 1\n[s]\nb=2\n", {"global": {"a": 1}, "s": {"b": 2}}),
@@ -63,11 +67,11 @@ def main() -> int:
     rng = random.Random(2024)
     cases += [random_case(rng) for _ in range(12)]
     bad = 0
-    d = tempfile.mkdtemp()
+    d = rc.scratch()
     for i, (text, want) in enumerate(cases):
         p = os.path.join(d, f"c{i}.ini")
-        open(p, "w").write(text)
-        r = subprocess.run(["/app/ini2json", p], capture_output=True, text=True, timeout=20)
+        rc.put(p, text)
+        r = rc.run(["/app/ini2json", p], timeout=20)
         try:
             got = json.loads(r.stdout)
         except ValueError:

@@ -1,12 +1,19 @@
 import csv
 import hashlib
+import io
 import json
 import os
 import random
 import sqlite3
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+# The agent's SQL runs in the sqlite3 shell as nobody (its dot-commands can run programs); the
+# checker then drives the resulting databases through SQL only (no extensions).
+rc.lockdown()
+rc.expose("/app")
 
 MILESTONES = ["schema_objects", "stock_tracking", "negative_stock_guard", "immutability", "low_stock_view", "transfers", "initial_load"]
 notes: list[str] = []
@@ -40,8 +47,8 @@ class Model:
 
 
 def fresh_db():
-    path = os.path.join(tempfile.mkdtemp(), "t.db")
-    r = subprocess.run(["sqlite3", path], stdin=open("/app/schema.sql"), capture_output=True, text=True, timeout=30)
+    path = os.path.join(rc.scratch(), "t.db")
+    r = rc.run(["sqlite3", path], input=rc.read_text("/app/schema.sql"), timeout=30)
     if r.returncode != 0:
         raise RuntimeError(f"schema.sql failed: {r.stderr[-300:]}")
     con = sqlite3.connect(path, isolation_level=None)
@@ -220,14 +227,14 @@ DATA_SHA256 = {'locations.txt': 'd7bf1b53e216160aa7bedc5d5e7ffeee4f9bd1efcccdef8
 def initial_load():
     d = "/app/data"
     for name, digest in DATA_SHA256.items():
-        if hashlib.sha256(open(f"{d}/{name}", "rb").read()).hexdigest() != digest:
+        if hashlib.sha256(rc.read_bytes(f"{d}/{name}")).hexdigest() != digest:
             notes.append(f"load: {d}/{name} was modified")
             return False
-    locs = open(f"{d}/locations.txt").read().split()
-    prods = list(csv.DictReader(open(f"{d}/products.csv")))
+    locs = rc.read_text(f"{d}/locations.txt").split()
+    prods = list(csv.DictReader(io.StringIO(rc.read_text(f"{d}/products.csv"))))
     m = Model([p["sku"] for p in prods], locs)
     rejected = []
-    for n, r in enumerate(csv.DictReader(open(f"{d}/movements.csv")), 1):
+    for n, r in enumerate(csv.DictReader(io.StringIO(rc.read_text(f"{d}/movements.csv"))), 1):
         if r["kind"] == "transfer":
             a, b = r["location"].split(">")
             res = m.transfer(r["sku"], a, b, int(r["qty"]))
@@ -236,8 +243,9 @@ def initial_load():
         if res != "ok":
             rejected.append(n)
     try:
-        con = sqlite3.connect("file:/app/inventory.db?mode=ro", uri=True)
-        st = stock_of(con)
+        with rc.as_user():
+            con = sqlite3.connect("file:/app/inventory.db?mode=ro", uri=True)
+            st = stock_of(con)
         n = con.execute("SELECT count(*) FROM movements").fetchone()[0]
     except sqlite3.DatabaseError as e:
         notes.append(f"load: /app/inventory.db unusable: {e}")
@@ -247,7 +255,7 @@ def initial_load():
         ok = False
         notes.append(f"load: stock/movements differ from the data (movements {n} vs {m.count})")
     try:
-        got = [int(x) for x in open("/app/rejected.txt").read().split()]
+        got = [int(x) for x in rc.read_text("/app/rejected.txt").split()]
     except (OSError, ValueError) as e:
         got = f"unreadable: {e}"
     if got != rejected:
@@ -266,5 +274,5 @@ for fn in (schema_objects, stock_tracking, negative_stock_guard, immutability, l
 reward = int(all(results.values()))
 print("\n".join(notes))
 print(json.dumps(results))
-json.dump({"reward": reward, **results}, open("/logs/verifier/reward.json", "w"))
+rc.write_reward(reward, results)
 sys.exit(0 if reward else 1)

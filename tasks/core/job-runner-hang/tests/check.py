@@ -4,6 +4,12 @@ import random
 import subprocess
 import sys
 
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
+
 rng = random.Random(2024)
 fails = []
 
@@ -53,13 +59,10 @@ def gen(count, fail_rate):
 cases = [(gen(12, 0.0), 4), (gen(30, 0.2), 1), (gen(150, 0.1), 4), (gen(400, 0.3), 8), (gen(5, 1.0), 2),
          (gen(1, 0.0), 16)]
 for i, (lines, workers) in enumerate(cases):
-    path = f"/tmp/jobs{i}.txt"
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+    path = rc.put(f"{rc.scratch()}/jobs{i}.txt", "\n".join(lines) + "\n")
     exp, code = expected(lines)
     try:
-        r = subprocess.run(["python3", "-m", "runner", path, "--workers", str(workers)], cwd="/app",
-                           capture_output=True, text=True, timeout=10)
+        r = rc.run(["python3", "-m", "runner", path, "--workers", str(workers)], cwd="/app", timeout=10)
     except subprocess.TimeoutExpired:
         fails.append(f"case {i} ({len(lines)} jobs, {workers} workers): did not finish within 10 s")
         break  # a hang repeats on every later case; don't spend the verifier's time on it

@@ -3,26 +3,33 @@ against a reference implementation."""
 import json
 import os
 import random
-import subprocess
 import sys
 
 sys.path.insert(0, "/tests")
 import ref_jsonpatch as ref  # noqa: E402
+import rsr_check as rc  # noqa: E402
 
-WORK = "/tmp/jp"
-os.makedirs(WORK, exist_ok=True)
+# The reference stays in /tests (root-only after lockdown) and in this process; the tool runs as
+# nobody on inputs in its own directory.
+rc.lockdown()
+rc.expose("/app")
+WORK = rc.scratch("jp-")
 fails = []
 
 
 def run(doc, patch):
-    with open(f"{WORK}/doc.json", "w") as f:
-        json.dump(doc, f)
-    with open(f"{WORK}/patch.json", "w") as f:
-        json.dump(patch, f)
-    before = open(f"{WORK}/doc.json").read()
-    r = subprocess.run(["python3", "/app/jsonpatch.py", f"{WORK}/doc.json", f"{WORK}/patch.json"],
-                       capture_output=True, text=True, timeout=20)
-    if open(f"{WORK}/doc.json").read() != before:
+    for p in (f"{WORK}/doc.json", f"{WORK}/patch.json"):
+        if os.path.lexists(p):
+            os.unlink(p)
+    before = json.dumps(doc)
+    rc.put(f"{WORK}/doc.json", before)
+    rc.put(f"{WORK}/patch.json", json.dumps(patch))
+    r = rc.run(["python3", "/app/jsonpatch.py", f"{WORK}/doc.json", f"{WORK}/patch.json"], timeout=20)
+    try:
+        after = rc.read_text(f"{WORK}/doc.json")
+    except OSError:
+        after = None
+    if after != before:
         fails.append("input document file was modified")
     return r
 

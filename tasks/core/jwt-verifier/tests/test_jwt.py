@@ -4,9 +4,13 @@ import hmac
 import json
 import os
 import random
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 
 def b64(b: bytes) -> str:
@@ -74,12 +78,11 @@ def main() -> int:
     for seed in range(2):
         rng = random.Random(seed + 99)
         key = bytes(rng.randrange(256) for _ in range(24)) + b"\n"  # trailing newline is part of the key
-        kf = os.path.join(tempfile.mkdtemp(), "k")
-        open(kf, "wb").write(key)
+        kf = rc.put(os.path.join(rc.scratch(), "k"), key)
         now = 1_700_000_000 + rng.randint(0, 10**7)
         for tok, want in cases(rng, key, now):
             total += 1
-            r = subprocess.run(["/app/jwtcheck", "--key", kf, "--now", str(now), tok], capture_output=True, text=True, timeout=20)
+            r = rc.run(["/app/jwtcheck", "--key", kf, "--now", str(now), tok], timeout=20)
             got = r.stdout.strip()
             want_rc = 0 if want.startswith("VALID") else 1
             if got != want or r.returncode != want_rc:

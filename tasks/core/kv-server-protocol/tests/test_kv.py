@@ -4,15 +4,20 @@ import random
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 MILESTONES = ["basic_commands", "error_handling", "incr_concurrency", "keys_listing", "pipelining", "persistence"]
 notes: list[str] = []
 RNG = random.Random(9090)
 PORT = 45000 + RNG.randint(0, 900)
-DATADIR = tempfile.mkdtemp()
+DATADIR = rc.scratch("kv-")  # the server (as nobody) keeps its snapshot here
 DATAFILE = os.path.join(DATADIR, "kv.data")
 
 
@@ -48,7 +53,7 @@ class Client:
 
 
 def start() -> subprocess.Popen:
-    p = subprocess.Popen(["/app/kvserver", str(PORT), DATAFILE], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = rc.start(["/app/kvserver", str(PORT), DATAFILE])
     end = time.monotonic() + 10
     while time.monotonic() < end:
         with socket.socket() as s:
@@ -61,8 +66,7 @@ def start() -> subprocess.Popen:
 
 
 def stop(p: subprocess.Popen) -> None:
-    p.kill()
-    p.wait()
+    rc.stop(p)
     end = time.monotonic() + 5
     while time.monotonic() < end:
         with socket.socket() as s:
@@ -226,8 +230,7 @@ def persistence(proc: subprocess.Popen) -> tuple[bool, subprocess.Popen]:
     ok &= expect("SAVE big", c.cmd("SAVE"), "OK")
     c.send(b"SET big0 replaced\nSAVE\n")
     c.close()
-    proc.kill()  # possibly in the middle of the second SAVE
-    proc.wait()
+    rc.stop(proc)  # possibly in the middle of the second SAVE
     stop(proc)
     proc = start()
     c = Client()
@@ -262,11 +265,11 @@ def main() -> int:
             notes.append(str(e))
         finally:
             if proc is not None:
-                proc.kill()
+                rc.stop(proc)
     reward = int(all(results.values()))
     print("\n".join(notes))
     print(json.dumps(results))
-    json.dump({"reward": reward, **results}, open("/logs/verifier/reward.json", "w"))
+    rc.write_reward(reward, results)
     return 0 if reward else 1
 
 

@@ -1,22 +1,30 @@
 import gzip
 import os
 import stat
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+# rotate.sh runs as nobody over log directories that belong to nobody; a script that recreates
+# web.log instead of truncating it still shows (new inode).
+rc.lockdown()
+rc.expose("/app")
 
 errors: list[str] = []
 
 
 def rotate(d: str, keep: int) -> None:
-    r = subprocess.run(["/app/rotate.sh", d, str(keep)], capture_output=True, text=True, timeout=60)
+    rc.hand_over(d)
+    r = rc.run(["/app/rotate.sh", d, str(keep)], timeout=60)
     if r.returncode != 0:
         errors.append(f"rotate.sh {keep} exited {r.returncode}: {r.stderr[-300:]}")
 
 
 def gz(path: str) -> bytes | None:
     try:
-        return gzip.open(path).read()
+        with rc.as_user():  # what the script left is read (and below, appended to) as nobody
+            return gzip.open(path).read()
     except (OSError, EOFError):
         return None
 
@@ -25,7 +33,7 @@ def main() -> int:
     if not os.access("/app/rotate.sh", os.X_OK):
         print("FAIL: /app/rotate.sh missing or not executable")
         return 1
-    d = tempfile.mkdtemp()
+    d = rc.scratch("logs-")
     os.makedirs(os.path.join(d, "sub"))
     web = os.path.join(d, "web.log")
     db = os.path.join(d, "db.log")
@@ -42,7 +50,7 @@ def main() -> int:
         f.write(b"other\n")
     writer = open(web, "ab", buffering=0)  # the "application", kept open across rotations
     os.chmod(web, 0o640)
-    os.chown(web, 1, 4)
+    os.chown(web, rc.RUN_UID, rc.RUN_GID)
     st0 = os.stat(web)
     history: list[bytes] = []  # web.log contents at each rotation, newest last
     dbhist: list[bytes] = []
@@ -53,11 +61,13 @@ def main() -> int:
         history.append(chunk)
         if rnd % 2 == 0:
             dchunk = b"db round %d\n" % rnd
-            open(db, "ab").write(dchunk)
+            with rc.as_user(), open(db, "ab") as f:
+                f.write(dchunk)
             dbhist.append(dchunk)
         rotate(d, keep)
         st = os.stat(web)
-        if st.st_ino != st0.st_ino or st.st_uid != 1 or st.st_gid != 4 or stat.S_IMODE(st.st_mode) != 0o640:
+        if (st.st_ino != st0.st_ino or st.st_uid != rc.RUN_UID or st.st_gid != rc.RUN_GID
+                or stat.S_IMODE(st.st_mode) != 0o640):
             errors.append(f"round {rnd}: web.log inode/owner/mode changed")
         if st.st_size != 0:
             errors.append(f"round {rnd}: web.log not truncated (size {st.st_size})")
@@ -77,21 +87,22 @@ def main() -> int:
                     errors.append(f"round {rnd}: {os.path.basename(p)} wrong (exists={os.path.exists(p)})")
     # Appends through the still-open descriptor must land at the start of the truncated file.
     writer.write(b"after\n")
-    if open(web, "rb").read() != b"after\n":
+    if rc.read_bytes(web) != b"after\n":
         errors.append("writes after rotation do not land in web.log")
     if gz(idle + ".1.gz") != b"ancient idle\n" or os.path.exists(idle + ".2.gz"):
         errors.append("empty idle.log's generations were touched")
-    if open(sub, "rb").read() != b"nested\n" or os.path.exists(sub + ".1.gz"):
+    if rc.read_bytes(sub) != b"nested\n" or os.path.exists(sub + ".1.gz"):
         errors.append("file in a subdirectory was rotated")
-    if open(bak, "rb").read() != b"backup\n" or os.path.exists(bak + ".1.gz"):
+    if rc.read_bytes(bak) != b"backup\n" or os.path.exists(bak + ".1.gz"):
         errors.append("web.log.bak was modified")
     if gz(os.path.join(d, "other.txt.1.gz")) != b"other\n" or os.path.exists(os.path.join(d, "other.txt.2.gz")):
         errors.append("unrelated other.txt.1.gz was touched")
     # Large KEEP with two-digit generation numbers.
-    d2 = tempfile.mkdtemp()
+    d2 = rc.scratch("logs2-")
     big = os.path.join(d2, "big.log")
     for i in range(12):
-        open(big, "ab").write(b"gen %d\n" % i)
+        with rc.as_user(), open(big, "ab") as f:
+            f.write(b"gen %d\n" % i)
         rotate(d2, 11)
     for k in range(1, 12):
         if gz(f"{big}.{k}.gz") != b"gen %d\n" % (12 - k):

@@ -5,8 +5,14 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
+import tempfile
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 
 def _unpack(json_path, dest):
@@ -19,7 +25,8 @@ def _unpack(json_path, dest):
         with open(_os.path.join(dest, rel), "w") as fh:
             fh.write(text)
 
-_unpack("/tests/pristine.json", "/tests/pristine")
+PRISTINE = tempfile.mkdtemp()  # /tests may be read-only
+_unpack("/tests/pristine.json", PRISTINE)
 
 APP = "/app"
 SOURCES = {
@@ -29,30 +36,31 @@ SOURCES = {
 fails = []
 
 
-def sh(cmd, **kw):
-    return subprocess.run(cmd, shell=True, cwd=kw.pop("cwd", WORK), capture_output=True, text=True,
-                          timeout=120, **kw)
+def sh(cmd):
+    # The agent's Makefile runs as nobody in a tree that belongs to nobody.
+    return rc.run(["sh", "-c", cmd], cwd=WORK, timeout=120)
 
 
 # Work on a pristine copy of the sources (from the image) plus the agent's Makefile, so edits to
 # src/ or include/ cannot help.
-WORK = "/tmp/mkcheck"
-shutil.rmtree(WORK, ignore_errors=True)
-os.makedirs(WORK)
-shutil.copytree("/tests/pristine/src", f"{WORK}/src")
-shutil.copytree("/tests/pristine/include", f"{WORK}/include")
+WORK = rc.scratch("mk-")
+PREFIX = rc.scratch("prefix-")
+shutil.copytree(f"{PRISTINE}/src", f"{WORK}/src")
+shutil.copytree(f"{PRISTINE}/include", f"{WORK}/include")
 shutil.copy(f"{APP}/Makefile", f"{WORK}/Makefile")
+rc.hand_over(WORK)
 for rel in SOURCES:
-    a = hashlib.sha256(open(f"{APP}/{rel}", "rb").read()).hexdigest()
+    a = hashlib.sha256(rc.read_bytes(f"{APP}/{rel}")).hexdigest()
     b = hashlib.sha256(open(f"{WORK}/{rel}", "rb").read()).hexdigest()
     if a != b:
         fails.append(f"{rel} was modified")
 
 
 def set_mtimes(t):
-    for root, _, files in os.walk(WORK):
-        for f in files:
-            os.utime(os.path.join(root, f), (t, t))
+    with rc.as_user():  # the tree is the Makefile's to change: touch it with its rights
+        for root, _, files in os.walk(WORK):
+            for f in files:
+                os.utime(os.path.join(root, f), (t, t))
 
 
 def mtimes():
@@ -78,8 +86,7 @@ if objs != ["format.o", "main.o", "stats.o"]:
 rng = random.Random(99)
 for case in range(5):
     xs = [round(rng.uniform(-1000, 1000), 3) for _ in range(rng.randint(2, 3000))]
-    r = subprocess.run([f"{WORK}/bin/stats"], input=" ".join(map(str, xs)), capture_output=True,
-                       text=True, timeout=30)
+    r = rc.run([f"{WORK}/bin/stats"], input=" ".join(map(str, xs)), timeout=30)
     exp = (f"n={len(xs)}\nmean={statistics.fmean(xs):.3f}\nstddev={statistics.stdev(xs):.3f}\n"
            f"min={min(xs):.3f}\nmax={max(xs):.3f}\n")
     if r.stdout != exp:
@@ -92,7 +99,8 @@ if sh("make -q").returncode != 0:
 def rebuild_after_touch(rel, expect_objs, t):
     """Makes all outputs old, touches one input newer, runs make, returns rebuilt objects."""
     set_mtimes(t)
-    os.utime(f"{WORK}/{rel}", (t + 100, t + 100))
+    with rc.as_user():
+        os.utime(f"{WORK}/{rel}", (t + 100, t + 100))
     before = mtimes()
     r = sh("make")
     if r.returncode != 0:
@@ -111,17 +119,18 @@ rebuild_after_touch("include/format.h", ["format.o", "main.o"], 1_600_002_000)
 rebuild_after_touch("src/stats.c", ["stats.o"], 1_600_003_000)
 
 # A header edit must change the program: precision 3 -> 5 digits.
-h = open(f"{WORK}/include/stats.h").read().replace("STATS_PRECISION 3", "STATS_PRECISION 5")
-open(f"{WORK}/include/stats.h", "w").write(h)
-os.utime(f"{WORK}/include/stats.h", (1_600_009_000, 1_600_009_000))
+with rc.as_user():
+    h = open(f"{WORK}/include/stats.h").read().replace("STATS_PRECISION 3", "STATS_PRECISION 5")
+    open(f"{WORK}/include/stats.h", "w").write(h)
+    os.utime(f"{WORK}/include/stats.h", (1_600_009_000, 1_600_009_000))
 sh("make")
-r = subprocess.run([f"{WORK}/bin/stats"], input="1 2", capture_output=True, text=True, timeout=30)
+r = rc.run([f"{WORK}/bin/stats"], input="1 2", timeout=30)
 if "mean=1.50000" not in r.stdout:
     fails.append(f"header change not reflected after make: {r.stdout!r}")
 
-r = sh("make install PREFIX=/tmp/mkprefix")
-if r.returncode != 0 or not os.access("/tmp/mkprefix/bin/stats", os.X_OK):
-    fails.append(f"make install PREFIX=/tmp/mkprefix failed: {r.stderr[-500:]}")
+r = sh(f"make install PREFIX={PREFIX}")
+if r.returncode != 0 or not os.access(f"{PREFIX}/bin/stats", os.X_OK):
+    fails.append(f"make install PREFIX={PREFIX} failed: {r.stderr[-500:]}")
 r = sh("make -n install")
 if "/usr/local/bin" not in r.stdout:
     fails.append("make install does not default PREFIX to /usr/local")

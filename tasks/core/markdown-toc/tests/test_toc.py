@@ -1,9 +1,13 @@
 import os
 import random
 import re
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 FIXED = [
     ("# Title\n## A\n### B\n#### C\n##### D\n", "- [A](#a)\n  - [B](#b)\n    - [C](#c)\n"),
@@ -89,11 +93,10 @@ def main() -> int:
     for doc, want in FIXED:
         assert ref(doc) == want, (doc, ref(doc), want)
     bad = 0
-    d = tempfile.mkdtemp()
+    d = rc.scratch()
     for i, (doc, want) in enumerate(cases):
-        p = os.path.join(d, f"c{i}.md")
-        open(p, "w", encoding="utf-8").write(doc)
-        r = subprocess.run(["/app/mdtoc", p], capture_output=True, timeout=20)
+        p = rc.put(os.path.join(d, f"c{i}.md"), doc.encode("utf-8"))
+        r = rc.run(["/app/mdtoc", p], timeout=20, text=False)
         got = r.stdout.decode("utf-8", "replace").replace("\r\n", "\n")
         if r.returncode != 0 or got != want:
             bad += 1

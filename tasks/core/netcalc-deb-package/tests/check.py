@@ -2,14 +2,20 @@
 import gzip
 import hashlib
 import ipaddress
-import json
 import os
 import random
-import re
-import subprocess
 import sys
 import tarfile
 import tempfile
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+# The package is inspected and unpacked as nobody. Installing it (dpkg -i/-r/-P, which runs its
+# maintainer scripts) needs root: those commands run in rsr_check's reduced mode; see
+# rsr_check.py for what that leaves open.
+rc.lockdown()
+rc.expose("/app")
 
 
 def _unpack(json_path, dest):
@@ -22,7 +28,8 @@ def _unpack(json_path, dest):
         with open(_os.path.join(dest, rel), "w") as fh:
             fh.write(text)
 
-_unpack("/tests/pristine.json", "/tests/pristine")
+PRISTINE = tempfile.mkdtemp()  # root-only; /tests may be read-only
+_unpack("/tests/pristine.json", PRISTINE)
 
 DEB = "/app/dist/netcalc_1.4.2-1_amd64.deb"
 notes = []
@@ -35,8 +42,13 @@ def expect(cond, msg):
         raise AssertionError(msg)
 
 
-def sh(cmd, **kw):
-    return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60, **kw)
+def sh(cmd, root=False):
+    return rc.run(["sh", "-c", cmd], root=root, timeout=60, cwd="/",
+                  env={"HOME": "/root", "USER": "root", "LOGNAME": "root"} if root else None)
+
+
+def dpkg(args):
+    return sh(f"dpkg {args}", root=True)
 
 
 def control():
@@ -54,10 +66,11 @@ def control():
 
 
 def data_members():
-    tmp = tempfile.mkdtemp()
+    tmp = rc.scratch("deb-")
     r = sh(f"dpkg-deb --fsys-tarfile {DEB} > {tmp}/data.tar")
     expect(r.returncode == 0, "cannot extract the data archive")
-    return tarfile.open(f"{tmp}/data.tar"), tmp
+    with rc.as_user():
+        return tarfile.open(f"{tmp}/data.tar"), tmp
 
 
 FILES = {"usr/bin/netcalc": 0o755, "etc/netcalc.conf": 0o644, "usr/share/man/man1/netcalc.1.gz": 0o644,
@@ -107,30 +120,31 @@ def m_file_layout():
             needed.add(n)
     expect(set(dirs) == needed, f"directories {sorted(set(dirs) ^ needed)} unexpected or missing")
     expect(all(m == 0o755 for m in dirs.values()), "directories must be 0755")
-    tar.extractall(f"{tmp}/root")
-    src = "/tests/pristine"
-    expect(gzip.decompress(open(f"{tmp}/root/usr/share/man/man1/netcalc.1.gz", "rb").read())
+    x = sh(f"mkdir -p {tmp}/root && tar -xf {tmp}/data.tar -C {tmp}/root")  # as nobody
+    expect(x.returncode == 0, f"cannot unpack the data archive: {x.stderr[-200:]}")
+    src = PRISTINE
+    expect(gzip.decompress(rc.read_bytes(f"{tmp}/root/usr/share/man/man1/netcalc.1.gz"))
            == open(f"{src}/netcalc.1", "rb").read(), "man page content differs")
-    expect(gzip.decompress(open(f"{tmp}/root/usr/share/doc/netcalc/changelog.gz", "rb").read())
+    expect(gzip.decompress(rc.read_bytes(f"{tmp}/root/usr/share/doc/netcalc/changelog.gz"))
            == open(f"{src}/NEWS", "rb").read(), "changelog.gz is not NEWS")
     for gz in ("usr/share/man/man1/netcalc.1.gz", "usr/share/doc/netcalc/changelog.gz"):
-        head = open(f"{tmp}/root/{gz}", "rb").read(10)
+        head = rc.read_bytes(f"{tmp}/root/{gz}")[:10]
         expect(head[4:8] == b"\0\0\0\0" and head[3] & 0x08 == 0, f"{gz} not compressed with gzip -n (name/time stored)")
         expect(head[8] == 2, f"{gz} not compressed with -9")
-    expect(open(f"{tmp}/root/usr/share/doc/netcalc/copyright").read() == open(f"{src}/COPYING").read(), "copyright differs from COPYING")
+    expect(rc.read_text(f"{tmp}/root/usr/share/doc/netcalc/copyright") == open(f"{src}/COPYING").read(), "copyright differs from COPYING")
     r = sh(f"file {tmp}/root/usr/bin/netcalc")
     expect("ELF" in r.stdout and ", stripped" in r.stdout, f"binary not a stripped ELF: {r.stdout.strip()}")
     r = sh(f"strings {tmp}/root/usr/bin/netcalc | grep -x /etc/netcalc.conf")
     expect(r.returncode == 0, "binary does not read /etc/netcalc.conf")
     ctl = sh(f"mkdir -p {tmp}/ctl && dpkg-deb -e {DEB} {tmp}/ctl")
     expect(ctl.returncode == 0, "cannot extract control archive")
-    conff = open(f"{tmp}/ctl/conffiles").read().split()
+    conff = rc.read_text(f"{tmp}/ctl/conffiles").split()
     expect(conff == ["/etc/netcalc.conf"], f"conffiles lists {conff}")
     sums = {}
-    for line in open(f"{tmp}/ctl/md5sums").read().splitlines():
+    for line in rc.read_text(f"{tmp}/ctl/md5sums").splitlines():
         digest, path = line.split(None, 1)
         sums[path.strip().lstrip("*")] = digest
-    exp = {n: hashlib.md5(open(f"{tmp}/root/{n}", "rb").read()).hexdigest() for n in FILES if n != "etc/netcalc.conf"}
+    exp = {n: hashlib.md5(rc.read_bytes(f"{tmp}/root/{n}")).hexdigest() for n in FILES if n != "etc/netcalc.conf"}
     expect(sums == exp, f"md5sums wrong: {sums} vs {exp}")
 
 
@@ -151,8 +165,8 @@ def cidrs():
 
 
 def install():
-    sh("dpkg -P netcalc")
-    r = sh(f"dpkg -i {DEB}")
+    dpkg("-P netcalc")
+    r = dpkg(f"-i {DEB}")
     expect(r.returncode == 0, f"dpkg -i failed: {r.stderr[-400:]}")
 
 
@@ -161,7 +175,7 @@ def m_installs_and_runs():
     r = sh("dpkg -s netcalc")
     expect("Status: install ok installed" in r.stdout, "netcalc not installed according to dpkg -s")
     args = cidrs()
-    r = subprocess.run(["/usr/bin/netcalc", *args], capture_output=True, text=True, timeout=10, env={"PATH": "/usr/bin:/bin"})
+    r = rc.run(["/usr/bin/netcalc", *args], timeout=10, env={"PATH": "/usr/bin:/bin"})
     exp = "".join(expected_output(a) for a in args)
     expect(r.returncode == 0 and r.stdout == exp, f"netcalc output wrong:\n{r.stdout[:300]}\nexpected\n{exp[:300]}")
     r = sh("dpkg -L netcalc")
@@ -172,21 +186,21 @@ def m_conffile_preserved():
     install()
     with open("/etc/netcalc.conf", "w") as f:
         f.write("# edited by the admin\nshow_hosts = no\n")
-    r = sh(f"dpkg -i --force-confold {DEB}")
+    r = dpkg(f"-i --force-confold {DEB}")
     expect(r.returncode == 0, "reinstall failed")
     expect("show_hosts = no" in open("/etc/netcalc.conf").read(), "reinstall overwrote the edited /etc/netcalc.conf")
     args = cidrs()[:4]
-    r = subprocess.run(["/usr/bin/netcalc", *args], capture_output=True, text=True, timeout=10)
+    r = rc.run(["/usr/bin/netcalc", *args], timeout=10)
     expect(r.stdout == "".join(expected_output(a, hosts=False) for a in args), "installed netcalc ignores /etc/netcalc.conf")
 
 
 def m_clean_removal():
     install()
-    r = sh("dpkg -r netcalc")
+    r = dpkg("-r netcalc")
     expect(r.returncode == 0, f"dpkg -r failed: {r.stderr[-300:]}")
     expect(not os.path.exists("/usr/bin/netcalc"), "dpkg -r left /usr/bin/netcalc")
     expect(os.path.exists("/etc/netcalc.conf"), "dpkg -r removed the conffile (it must stay until purge)")
-    r = sh("dpkg -P netcalc")
+    r = dpkg("-P netcalc")
     expect(r.returncode == 0 and not os.path.exists("/etc/netcalc.conf"), "dpkg -P did not remove /etc/netcalc.conf")
     expect(not os.path.exists("/usr/share/doc/netcalc"), "purge left /usr/share/doc/netcalc")
 
@@ -205,8 +219,6 @@ for m in MILESTONES:
     print(f"{name}: {'PASS' if result[name] else 'FAIL'}")
 for n in notes:
     print("  note:", n[:400])
-result = {"reward": int(all(result.values())), **result}
-os.makedirs("/logs/verifier", exist_ok=True)
-with open("/logs/verifier/reward.json", "w") as f:
-    json.dump(result, f)
-sys.exit(0 if result["reward"] else 1)
+reward = int(all(result.values()))
+rc.write_reward(reward, result)
+sys.exit(0 if reward else 1)

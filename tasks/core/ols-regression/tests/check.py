@@ -3,9 +3,15 @@ badly scaled predictors and rank-deficient designs."""
 import json
 import math
 import random
-import subprocess
 import sys
 from fractions import Fraction
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
+WORK = rc.scratch()
 
 rng = random.Random(90210)
 fails = []
@@ -61,11 +67,9 @@ def close(a, b):
 
 
 def run_case(name, header, rows, target):
-    path = f"/tmp/ols_{name}.csv"
-    with open(path, "w") as f:
-        f.write(",".join(header) + "\n" + "".join(",".join(r) + "\n" for r in rows))
+    path = rc.put(f"{WORK}/ols_{name}.csv", ",".join(header) + "\n" + "".join(",".join(r) + "\n" for r in rows))
     exp = exact_ols(header, rows, target)
-    r = subprocess.run(["python3", "/app/ols.py", path, target], capture_output=True, text=True, timeout=60)
+    r = rc.run(["python3", "/app/ols.py", path, target], timeout=60)
     if exp is None:
         if r.returncode != 1 or r.stdout.strip() or not r.stderr.lstrip().startswith("error:"):
             fails.append(f"{name}: rank-deficient design must give 'error:' and exit 1 (rc={r.returncode}, out={r.stdout[:80]!r})")

@@ -1,10 +1,15 @@
 import os
 import random
 import socket
-import subprocess
 import sys
 import threading
 import time
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 
 def listener(port: int, behaviour: str, banner: bytes) -> None:
@@ -63,12 +68,12 @@ def main() -> int:
             want[p] = "-"
     spec = f"{base}-{base + 30},{base + 25}-{base + 59},{ports[0]},{base + 70}"
     expect = "".join(f"{p}\t{want[p]}\n" for p in sorted(want))
-    r = subprocess.run(["/app/scan", "127.0.0.1", spec], capture_output=True, text=True, timeout=90)
+    r = rc.run(["/app/scan", "127.0.0.1", spec], timeout=90)
     if r.returncode != 0 or r.stdout != expect:
         print(f"FAIL: rc={r.returncode}\nwant:\n{expect}got:\n{r.stdout}\nstderr: {r.stderr[-300:]}")
         return 1
     # A second scan limited to a single port and a range with no services.
-    r = subprocess.run(["/app/scan", "127.0.0.1", f"{ports[1]},{base + 61}-{base + 65}"], capture_output=True, text=True, timeout=30)
+    r = rc.run(["/app/scan", "127.0.0.1", f"{ports[1]},{base + 61}-{base + 65}"], timeout=30)
     if r.returncode != 0 or r.stdout != f"{ports[1]}\t{want[ports[1]]}\n":
         print(f"FAIL: single-port scan gave {r.stdout!r}")
         return 1

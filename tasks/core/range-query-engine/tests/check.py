@@ -1,14 +1,22 @@
 """Small cases against a brute-force model, large cases against a compiled reference with a time
 bound that only sub-linear-per-operation solutions meet."""
-import json
 import os
 import random
 import subprocess
 import sys
+import tempfile
 
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 notes = []
 rng = random.Random(424242)
-subprocess.run(["gcc", "-O2", "-o", "/tmp/rq_ref", "/tests/ref.c"], check=True)
+# The compiled reference lives in a root-only directory: a deliverable that found it could
+# simply forward its input to it.
+REF = os.path.join(tempfile.mkdtemp(), "rq_ref")
+subprocess.run(["gcc", "-O2", "-o", REF, "/tests/ref.c"], check=True)
 
 
 def expect(cond, msg):
@@ -55,7 +63,7 @@ def brute(text):
 def run(text, timeout):
     expect(os.access("/app/rq", os.X_OK), "/app/rq is missing or not executable")
     try:
-        r = subprocess.run(["/app/rq"], input=text, capture_output=True, text=True, timeout=timeout)
+        r = rc.run(["/app/rq"], input=text, timeout=timeout)
     except subprocess.TimeoutExpired:
         expect(False, f"/app/rq exceeded {timeout} s")
     expect(r.returncode == 0, f"/app/rq exited {r.returncode}: {r.stderr[-200:]}")
@@ -77,7 +85,7 @@ def m_range_add():
 
 
 def reference(text):
-    return subprocess.run(["/tmp/rq_ref"], input=text, capture_output=True, text=True, check=True).stdout
+    return subprocess.run([REF], input=text, capture_output=True, text=True, check=True).stdout
 
 
 def m_large_sum_updates():
@@ -106,8 +114,6 @@ for m in MILESTONES:
     print(f"{name}: {'PASS' if result[name] else 'FAIL'}")
 for n in notes:
     print("  note:", n[:300])
-result = {"reward": int(all(result.values())), **result}
-os.makedirs("/logs/verifier", exist_ok=True)
-with open("/logs/verifier/reward.json", "w") as f:
-    json.dump(result, f)
-sys.exit(0 if result["reward"] else 1)
+reward = int(all(result.values()))
+rc.write_reward(reward, result)
+sys.exit(0 if reward else 1)

@@ -4,13 +4,18 @@ import json
 import os
 import random
 import sqlite3
-import subprocess
 import sys
 import tempfile
 from datetime import date, timedelta
 
 sys.path.insert(0, "/tests")
 import reference_pipeline  # noqa: E402  (the reference implementation of the spec)
+import rsr_check as rc  # noqa: E402
+
+# The reference runs here, its outputs in root-only directories (mkdtemp); the pipeline runs as
+# nobody and its outputs are read as nobody.
+rc.lockdown()
+rc.expose("/app")
 
 MILESTONES = ["clean_rows", "rejects", "monthly", "sqlite_db", "summary"]
 MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
@@ -65,6 +70,13 @@ def gen(rng: random.Random, d: str) -> None:
 
 def read(p: str) -> str | None:
     try:
+        return rc.read_text(p).replace("\r\n", "\n")
+    except OSError:
+        return None
+
+
+def read_want(p: str) -> str | None:
+    try:
         return open(p, newline="").read().replace("\r\n", "\n")
     except OSError:
         return None
@@ -72,20 +84,21 @@ def read(p: str) -> str | None:
 
 def check(seed: int, results: dict[str, int], notes: list[str]) -> None:
     rng = random.Random(seed)
-    src = tempfile.mkdtemp()
+    src = rc.scratch("src-")
     gen(rng, src)
-    want, got = tempfile.mkdtemp(), os.path.join(tempfile.mkdtemp(), "out")
+    want, got = tempfile.mkdtemp(), os.path.join(rc.scratch("out-"), "out")
     reference_pipeline.main(src, want)
+    rc.hand_over(src)
     if not os.access("/app/pipeline", os.X_OK):
         notes.append("/app/pipeline missing or not executable")
         for m in MILESTONES:
             results[m] = 0
         return
-    r = subprocess.run(["/app/pipeline", src, got], capture_output=True, text=True, timeout=60)
+    r = rc.run(["/app/pipeline", src, got], timeout=60)
     if r.returncode != 0:
         notes.append(f"seed {seed}: exit {r.returncode}: {r.stderr[-400:]}")
     for m, fn in (("clean_rows", "clean.csv"), ("rejects", "rejects.csv"), ("monthly", "monthly.csv")):
-        a, b = read(os.path.join(got, fn)), read(os.path.join(want, fn))
+        a, b = read(os.path.join(got, fn)), read_want(os.path.join(want, fn))
         if a != b:
             results[m] = 0
             if a is None:
@@ -94,7 +107,9 @@ def check(seed: int, results: dict[str, int], notes: list[str]) -> None:
                 diffs = [(x, y) for x, y in zip(a.splitlines(), b.splitlines()) if x != y][:3]
                 notes.append(f"seed {seed}: {fn} differs (lines {len(a.splitlines())} vs {len(b.splitlines())}); got/want: {diffs}")
     try:
-        con = sqlite3.connect(f"file:{os.path.join(got, 'report.db')}?mode=ro", uri=True)
+        with rc.as_user():
+            con = sqlite3.connect(f"file:{os.path.join(got, 'report.db')}?mode=ro", uri=True)
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
         cols = [(c[1], c[2].upper()) for c in con.execute("PRAGMA table_info(transactions)")]
         want_cols = [("txn_id", "TEXT"), ("date", "TEXT"), ("customer", "TEXT"), ("sku", "TEXT"), ("qty", "INTEGER"), ("amount_eur", "REAL")]
         rows = con.execute("SELECT txn_id, date, customer, sku, qty, amount_eur FROM transactions ORDER BY txn_id").fetchall()
@@ -113,7 +128,7 @@ def check(seed: int, results: dict[str, int], notes: list[str]) -> None:
     if not ok:
         results["sqlite_db"] = 0
     try:
-        s = json.load(open(os.path.join(got, "summary.json")))
+        s = json.loads(rc.read_text(os.path.join(got, "summary.json")))
         w = json.load(open(os.path.join(want, "summary.json")))
         ok = (s.get("transactions") == w["transactions"] and s.get("rejected") == w["rejected"]
               and isinstance(s.get("total_revenue_eur"), (int, float)) and abs(s["total_revenue_eur"] - w["total_revenue_eur"]) < 0.005
@@ -135,7 +150,7 @@ def main() -> int:
     reward = int(all(results.values()))
     print("\n".join(notes))
     print(json.dumps(results))
-    json.dump({"reward": reward, **results}, open("/logs/verifier/reward.json", "w"))
+    rc.write_reward(reward, results)
     return 0 if reward else 1
 
 

@@ -1,7 +1,12 @@
 """Checks /app/semver_sort.py against an independent reference on fixed and generated cases."""
 import random
-import subprocess
 import sys
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 FAILS = []
 
@@ -60,8 +65,7 @@ def expected(lines):
 def run_case(name, lines):
     data = "".join(l + "\n" for l in lines)
     try:
-        r = subprocess.run(["python3", "/app/semver_sort.py"], input=data, capture_output=True,
-                           text=True, timeout=30)
+        r = rc.run(["python3", "/app/semver_sort.py"], input=data, timeout=30)
     except Exception as e:  # noqa: BLE001
         FAILS.append(f"{name}: could not run: {e}")
         return

@@ -3,8 +3,16 @@ directory and links consumers against the result."""
 import os
 import re
 import shutil
-import subprocess
 import sys
+import tempfile
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+# The agent's Makefile, the binutils that read what it built and the consumer all run as nobody
+# in trees that belong to nobody.
+rc.lockdown()
+rc.expose("/app")
 
 
 def _unpack(json_path, dest):
@@ -17,25 +25,27 @@ def _unpack(json_path, dest):
         with open(_os.path.join(dest, rel), "w") as fh:
             fh.write(text)
 
-_unpack("/tests/pristine.json", "/tests/pristine")
+PRISTINE = tempfile.mkdtemp()  # root-only; /tests may be read-only
+_unpack("/tests/pristine.json", PRISTINE)
 
-W = "/tmp/geomcheck"
+W = os.path.join(rc.scratch("geom-"), "geomcheck")
+STAGE = rc.scratch("geomstage-")
 fails = []
-shutil.rmtree(W, ignore_errors=True)
 # The agent's tree (Makefile plus any helper files such as version scripts or .pc templates), with
 # the library sources replaced by pristine copies and every build output removed.
 shutil.copytree("/app", W, symlinks=True)
 for d in ("src", "include"):
     shutil.rmtree(f"{W}/{d}", ignore_errors=True)
-    shutil.copytree(f"/tests/pristine/{d}", f"{W}/{d}", copy_function=shutil.copyfile)
+    shutil.copytree(f"{PRISTINE}/{d}", f"{W}/{d}", copy_function=shutil.copyfile)
 for root, _, files in os.walk(W):
     for f in files:
         if f.endswith((".o", ".a")) or ".so" in f:
             os.remove(os.path.join(root, f))
+rc.hand_over(W)
 
 
 def sh(cmd, cwd=W, env=None):
-    return subprocess.run(cmd, shell=True, cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
+    return rc.run(["sh", "-c", cmd], cwd=cwd, timeout=120, env=env)
 
 
 def done():
@@ -62,11 +72,11 @@ api = {"geom_polygon_area", "geom_polygon_perimeter", "geom_point_in_polygon", "
 if exported != api:
     fails.append(f"exported functions are {sorted(exported)}, expected exactly {sorted(api)}")
 
-r = sh("make install PREFIX=/opt/geom DESTDIR=/tmp/geomstage")
+r = sh(f"make install PREFIX=/opt/geom DESTDIR={STAGE}")
 if r.returncode != 0:
     fails.append(f"make install failed: {r.stderr[-500:]}")
     done()
-L = "/tmp/geomstage/opt/geom/lib"
+L = f"{STAGE}/opt/geom/lib"
 real = f"{L}/libgeom.so.2.1.0"
 if not (os.path.isfile(real) and not os.path.islink(real) and os.stat(real).st_mode & 0o777 == 0o755):
     fails.append("libgeom.so.2.1.0 missing, a link, or not mode 0755")
@@ -74,14 +84,14 @@ for link, target in (("libgeom.so.2", "libgeom.so.2.1.0"), ("libgeom.so", "libge
     p = f"{L}/{link}"
     if not os.path.islink(p) or os.readlink(p) != target:
         fails.append(f"{link} is not a symlink to {target}")
-for f in (f"{L}/libgeom.a", "/tmp/geomstage/opt/geom/include/geom/geom.h", f"{L}/pkgconfig/geom.pc"):
+for f in (f"{L}/libgeom.a", f"{STAGE}/opt/geom/include/geom/geom.h", f"{L}/pkgconfig/geom.pc"):
     if not os.path.isfile(f):
         fails.append(f"{f} not installed")
 if fails:
     done()
 
 # Parse the .pc file the way pkg-config does (variables, then fields).
-pc = open(f"{L}/pkgconfig/geom.pc").read()
+pc = rc.read_text(f"{L}/pkgconfig/geom.pc")
 vars_, fields = {}, {}
 for line in pc.splitlines():
     m = re.match(r"^([A-Za-z0-9_.]+)\s*=\s*(.*)$", line)
@@ -109,15 +119,15 @@ int main(void) {
            geom_point_in_polygon(p, %d, q));
     return 0;
 }''' % (", ".join("{%d, %d}" % p for p in [(0, 0), (10, 0), (10, 10), (0, 10)]), 3, 4, 4, 4, 4)
-open(f"{W}/cons.c", "w").write(cons)
-cflags = fields.get("Cflags", "").replace("/opt/geom", "/tmp/geomstage/opt/geom")
-libs = fields.get("Libs", "").replace("/opt/geom", "/tmp/geomstage/opt/geom")
+with rc.as_user(), open(f"{W}/cons.c", "w") as fh:
+    fh.write(cons)
+cflags = fields.get("Cflags", "").replace("/opt/geom", f"{STAGE}/opt/geom")
+libs = fields.get("Libs", "").replace("/opt/geom", f"{STAGE}/opt/geom")
 r = sh(f"gcc cons.c {cflags} {libs} -o cons")
 if r.returncode != 0:
     fails.append(f"consumer does not link with the pc flags: {r.stderr[-400:]}")
 else:
-    env = dict(os.environ, LD_LIBRARY_PATH=L)
-    r = sh("./cons", env=env)
+    r = sh("./cons", env={"LD_LIBRARY_PATH": L})
     if r.stdout.strip() != "2.1.0 100.000000 40.000000 1":
         fails.append(f"consumer output {r.stdout.strip()!r}")
     r = sh("readelf -d cons")

@@ -2,12 +2,13 @@ import csv
 import io
 import os
 import sqlite3
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
 from gen_shop import build  # noqa: E402
+
+rc.lockdown()
 
 
 def expected(db: str) -> list[list[str]]:
@@ -27,19 +28,21 @@ def expected(db: str) -> list[list[str]]:
 
 def main() -> int:
     try:
-        sql = open("/app/top_customers.sql").read()
+        sql = rc.read_text("/app/top_customers.sql")
     except OSError:
         print("FAIL: /app/top_customers.sql missing")
         return 1
     bad = 0
     for seed in (101, 102, 103, 104):
-        db = os.path.join(tempfile.mkdtemp(), "t.db")
+        db = os.path.join(rc.scratch(), "t.db")
         build(db, seed)
         # Same names for different customers must still be separate rows.
         sqlite3.connect(db).execute("UPDATE customers SET name = (SELECT name FROM customers WHERE id = 1) WHERE id = 3").connection.commit()
-        r = subprocess.run(["sqlite3", "-header", "-csv", db], input=sql, capture_output=True, text=True, timeout=30)
-        got = [row for row in csv.reader(io.StringIO(r.stdout))]
         want = expected(db)
+        rc.hand_over(os.path.dirname(db))
+        # The agent's SQL (dot-commands included) runs as nobody.
+        r = rc.run(["sqlite3", "-header", "-csv", db], input=sql, timeout=30)
+        got = [row for row in csv.reader(io.StringIO(r.stdout))]
         if r.returncode != 0 or got != want:
             bad += 1
             print(f"FAIL seed {seed}: rc={r.returncode} {r.stderr[-300:]}\nwant {want}\ngot  {got}")

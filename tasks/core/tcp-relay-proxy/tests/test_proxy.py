@@ -2,12 +2,16 @@ import hashlib
 import os
 import random
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 errors: list[str] = []
 
@@ -110,7 +114,7 @@ def read_log(path: str, n: int, secs: float = 8) -> list[list[str]]:
     lines: list[list[str]] = []
     while time.monotonic() < end:
         try:
-            lines = [ln.split() for ln in open(path).read().splitlines() if ln.strip()]
+            lines = [ln.split() for ln in rc.read_text(path).splitlines() if ln.strip()]
         except OSError:
             lines = []
         if len(lines) >= n:
@@ -126,10 +130,9 @@ def main() -> int:
     rng = random.Random(777)
     bport, pport, dead, pport2 = 41000 + rng.randint(0, 500), 42000 + rng.randint(0, 500), 43000 + rng.randint(0, 500), 44000 + rng.randint(0, 500)
     backend(bport)
-    d = tempfile.mkdtemp()
+    d = rc.scratch("proxy-")  # the proxies run as nobody and log here
     log1, log2 = os.path.join(d, "p1.log"), os.path.join(d, "p2.log")
-    procs = [subprocess.Popen(["/app/proxy", str(pport), str(bport), log1], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-             subprocess.Popen(["/app/proxy", str(pport2), str(dead), log2], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    procs = [rc.start(["/app/proxy", str(pport), str(bport), log1]), rc.start(["/app/proxy", str(pport2), str(dead), log2])]
     try:
         if not wait_port(pport) or not wait_port(pport2):
             print("FAIL: proxy did not start listening")
@@ -190,7 +193,7 @@ def main() -> int:
             errors.append("a proxy process died")
     finally:
         for p in procs:
-            p.kill()
+            rc.stop(p)
     if errors:
         print("FAIL:\n" + "\n".join(errors))
         return 1

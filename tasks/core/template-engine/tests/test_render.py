@@ -1,8 +1,12 @@
 import json
 import os
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 CTX = {
     "name": "Ada", "html": "<b>\"Tom\" & 'Jerry'</b>", "n": 3, "f": 2.5, "zero": 0, "fz": 0.0, "t": True, "fl": False,
@@ -86,15 +90,13 @@ def main() -> int:
         notes.append(f"{exe} missing or not executable")
         results = {m: 0 for m in CASES}
     else:
-        d = tempfile.mkdtemp()
-        ctxf = os.path.join(d, "ctx.json")
-        json.dump(CTX, open(ctxf, "w", encoding="utf-8"), ensure_ascii=False)
+        d = rc.scratch()
+        ctxf = rc.put(os.path.join(d, "ctx.json"), json.dumps(CTX, ensure_ascii=False).encode("utf-8"))
         for m, cases in CASES.items():
             for i, (tmpl, want) in enumerate(cases):
                 tf = os.path.join(d, f"{m}{i}.tmpl")
-                with open(tf, "w", encoding="utf-8", newline="") as f:
-                    f.write(tmpl)
-                r = subprocess.run([exe, tf, ctxf], capture_output=True, timeout=20)
+                rc.put(tf, tmpl.encode("utf-8"))
+                r = rc.run([exe, tf, ctxf], timeout=20, text=False)
                 got = r.stdout.decode("utf-8", "replace")
                 ok = (r.returncode == 2 and got == "") if want is ERR else (r.returncode == 0 and got == want)
                 if not ok:
@@ -104,7 +106,7 @@ def main() -> int:
     reward = int(all(results.values()))
     print("\n".join(notes))
     print(json.dumps(results))
-    json.dump({"reward": reward, **results}, open("/logs/verifier/reward.json", "w"))
+    rc.write_reward(reward, results)
     return 0 if reward else 1
 
 

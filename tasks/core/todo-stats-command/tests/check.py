@@ -4,8 +4,13 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 
 def _unpack(json_path, dest):
@@ -18,18 +23,17 @@ def _unpack(json_path, dest):
         with open(_os.path.join(dest, rel), "w") as fh:
             fh.write(text)
 
-_unpack("/tests/original_tests.json", "/tests/original_tests")
+ORIGINAL = os.path.join(rc.scratch("orig-"), "original_tests")  # /tests may be read-only
+_unpack("/tests/original_tests.json", ORIGINAL)
 
 fails = []
 rng = random.Random(2718)
 TAGS = ["home", "work", "errand", "Urgent", "a-b", "zzz"]
-WORK = "/tmp/todo_check"
-shutil.rmtree(WORK, ignore_errors=True)
-os.makedirs(WORK)
+WORK = rc.scratch("todo-")
 
 
 def cli(*args):
-    return subprocess.run(["python3", "/app/todo.py", *args], capture_output=True, text=True, timeout=30)
+    return rc.run(["python3", "/app/todo.py", *args], timeout=30)
 
 
 def expected(items, today):
@@ -72,8 +76,7 @@ for case in range(8):
                 cli("--db", db, "done", str(item["id"]))
             item["done"] = True
     if not via_cli:
-        with open(db, "w") as f:
-            json.dump({"next_id": len(items) + 1, "items": items}, f)
+        rc.put(db, json.dumps({"next_id": len(items) + 1, "items": items}))
     counts[case] = len(items)
     for today in [base, base + dt.timedelta(days=rng.randint(-6, 6))]:
         r = cli("--db", db, "stats", "--today", today.isoformat())
@@ -102,10 +105,10 @@ r = cli("--db", f"{WORK}/db0.json", "stats")
 if r.returncode != 0:
     fails.append("stats without --today failed")
 # Existing behaviour must be intact.
-shutil.copytree("/tests/original_tests", f"{WORK}/tests")
+shutil.copytree(ORIGINAL, f"{WORK}/tests")
 shutil.copy("/app/todo.py", f"{WORK}/todo.py")
-r = subprocess.run(["python3", "-m", "unittest", "discover", "-s", "tests"], cwd=WORK,
-                   capture_output=True, text=True, timeout=60)
+rc.hand_over(WORK)
+r = rc.run(["python3", "-m", "unittest", "discover", "-s", "tests"], cwd=WORK, timeout=60)
 if r.returncode != 0:
     fails.append(f"original unit tests fail: {r.stderr[-500:]}")
 r = cli("--db", f"{WORK}/db1.json", "list", "--all")

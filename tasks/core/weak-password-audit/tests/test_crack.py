@@ -1,9 +1,13 @@
 import hashlib
 import os
 import random
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 BASE = ["password", "letmein", "dragon", "sunshine", "qwerty123", "monkey", "trustno1", "baseball",
         "pass word", "correct horse", "Müller2023", "пароль", "admin!", "zaq1@WSX", "1234", "12345"]
@@ -41,15 +45,15 @@ def main() -> int:
     for seed in range(4):
         rng = random.Random(seed + 40)
         lines, words, want = make_case(rng)
-        d = tempfile.mkdtemp()
+        d = rc.scratch()
         sh, wl = os.path.join(d, "s"), os.path.join(d, "w")
-        open(sh, "w", encoding="utf-8").write("\n".join(lines) + "\n")
-        open(wl, "w", encoding="utf-8").write("\n".join(words[:30]) + "\n\n" + "\n".join(words[30:]) + "\n")
-        r = subprocess.run(["/app/crack", sh, wl], capture_output=True, timeout=60)
+        rc.put(sh, ("\n".join(lines) + "\n").encode("utf-8"))
+        rc.put(wl, ("\n".join(words[:30]) + "\n\n" + "\n".join(words[30:]) + "\n").encode("utf-8"))
+        r = rc.run(["/app/crack", sh, wl], timeout=60, text=False)
         got = r.stdout.decode("utf-8", "replace").splitlines()
         if r.returncode != 0 or got != want:
             bad += 1
-            print(f"FAIL seed {seed}: rc={r.returncode}\nwant {want}\ngot  {got}\n{r.stderr[-300:]}")
+            print(f"FAIL seed {seed}: rc={r.returncode}\nwant {want}\ngot  {got}\n{r.stderr[-300:].decode('utf-8', 'replace')}")
     if bad:
         return 1
     print("PASS: cracked exactly the weak accounts")

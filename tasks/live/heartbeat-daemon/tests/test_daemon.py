@@ -5,6 +5,13 @@ import re
 import sys
 import time
 
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+# Nothing of the agent's is run here: the daemon is observed. lockdown() still closes /tests and
+# the reward directory to unprivileged processes (in live isolation the agent's own root
+# processes share this container: that mode cannot keep them out).
+rc.lockdown()
 LOG = "/var/log/heartbeat.log"
 
 

@@ -3,6 +3,10 @@
 import http.client
 import sys
 
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()  # the service is only queried; lockdown closes /tests and the reward directory
 FAILS = []
 
 
