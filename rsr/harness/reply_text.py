@@ -16,6 +16,7 @@ from typing import Any
 
 from inspect_ai.model import ChatMessageAssistant, ContentReasoning, ContentText, ModelOutput
 
+_ATTACHMENT = "attachment://"
 _LEADING_BLOCK = re.compile(
     r"<(?:think|thinking|budget:thinking)>(.*?)</(?:think|thinking|budget:thinking)>(.*)",
     re.DOTALL)
@@ -37,16 +38,25 @@ def _raw_message() -> dict[str, Any] | None:
     from inspect_ai.event._model import ModelEvent
     from inspect_ai.log._transcript import transcript
 
-    events = transcript().events
+    record = transcript()
+    events = record.events
     for index in range(len(events) - 1, -1, -1):
         event = events[index]
         if isinstance(event, ModelEvent):
             response = event.call.response if event.call is not None else None
             choices = response.get("choices") if isinstance(response, dict) else None
-            if choices and isinstance(choices[0], dict) and isinstance(
-                    choices[0].get("message"), dict):
-                return choices[0]["message"]
-            return None
+            if not (choices and isinstance(choices[0], dict)
+                    and isinstance(choices[0].get("message"), dict)):
+                return None
+            message = dict(choices[0]["message"])
+            content = message.get("content")
+            if isinstance(content, str) and content.startswith(_ATTACHMENT):
+                # The transcript keeps long strings of recorded calls as attachments.
+                resolved = record.attachments.get(content.removeprefix(_ATTACHMENT))
+                if resolved is None:
+                    return None
+                message["content"] = resolved
+            return message
     return None
 
 
@@ -72,4 +82,5 @@ def as_reference_client(output: ModelOutput) -> ModelOutput:
     kept.choices[0].message = ChatMessageAssistant(
         content=content, model=message.model, source=message.source,
         tool_calls=message.tool_calls, metadata=message.metadata)  # type: ignore[arg-type]
+    kept.completion = text  # a field of its own, set from the message when the output was made
     return kept

@@ -38,6 +38,9 @@ class Scenario:
     task: str = "hello-world"
     toml: dict[str, str] = field(default_factory=dict)
     """Text replacements in task.toml (both copies)."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Files added to (or, under `append`, appended to) both copies, by path in the task."""
+    append: dict[str, str] = field(default_factory=dict)
     harbor_kwargs: dict[str, Any] = field(default_factory=dict)
     """Harbor agent kwargs (`--ak k=v`); the rsr equivalents go in `rsr_args`."""
     rsr_args: dict[str, Any] = field(default_factory=dict)
@@ -48,6 +51,11 @@ def _copy_task(scenario: Scenario, root: Path, for_harbor: bool) -> None:
     shutil.copytree(CORE / scenario.task, dest)
     instruction = dest / "instruction.md"
     instruction.write_text(instruction.read_text() + f"\n[scenario: {scenario.name}]\n")
+    for path, content in scenario.files.items():
+        (dest / path).parent.mkdir(parents=True, exist_ok=True)
+        (dest / path).write_text(content)
+    for path, content in scenario.append.items():
+        (dest / path).write_text((dest / path).read_text() + content)
     toml = dest / "task.toml"
     text = toml.read_text()
     for old, new in scenario.toml.items():

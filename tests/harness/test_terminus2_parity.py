@@ -15,6 +15,7 @@ otherwise need a download), so the small-context scenario summarises at the same
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -248,3 +249,33 @@ def test_terminus2_parity_drops_earlier_reasoning_unless_kept(parity: ParityRun)
     assert any(isinstance(c, ContentReasoning) for c in logged.content)
     kept = parity.requests["reasoning.rsr-keep"][1]["messages"][1]
     assert kept.get("reasoning_content") == "private chain of thought"
+
+
+def _first_prompt(run: ParityRun, name: str) -> str:
+    return str(run.requests[name][0]["messages"][0]["content"])
+
+
+def test_terminus2_parity_scenarios_show_the_behaviour_they_are_named_for(parity: ParityRun):
+    for suffix in ("", ".rsr"):
+        texts = _user_texts(parity.requests[f"key-names{suffix}"])
+        # `enter` and `C-m` and `^M` are keys to tmux; `Enter\n` is typed as text; 0x41 is `A`.
+        assert "\none\n" in texts[1] and "Enter: command not found" in texts[1]
+        assert "\nthree\n" in texts[1] and "0x41A1" in texts[1]
+        plain, confirm = _user_texts(parity.requests[f"output-cap{suffix}"])[2:4]
+        # Capped twice: the second cut leaves out only the first cut's marker and its edges.
+        assert re.search(r"; \d{2} interior bytes omitted", plain), plain[4900:5200]
+        assert re.search(r"; \d{4} interior bytes omitted", confirm)  # capped once
+        error = _user_texts(parity.requests[f"error-in-warning{suffix}"])[1]
+        assert error.startswith("Previous response had parsing errors:\nWARNINGS:")
+        assert "Hello" not in error  # nothing ran
+        shell = _user_texts(parity.requests[f"shell-env{suffix}"])[1]
+        assert "\nlevel=1\n" in shell and "RSR" not in shell
+        assistant = [m["content"] for m in parity.requests[f"think-tags{suffix}"][3]["messages"]
+                     if m["role"] == "assistant"]
+        assert assistant[0].startswith("\n\n{") and assistant[1].endswith("</think>")
+        assert assistant[2].startswith("  <think>indented</think>{")
+        assert "- search: streamable-http transport, url: http://127.0.0.1:8765/mcp\n" in \
+            _first_prompt(parity, f"mcp-servers{suffix}")
+        skills = _first_prompt(parity, f"skills{suffix}")
+        assert skills.count("<skill>") == 2 and "&amp; check them &lt;fast&gt;" in skills
+        assert "<location>/skills/hello-file/SKILL.md</location>" in skills
