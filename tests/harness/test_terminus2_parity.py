@@ -258,9 +258,10 @@ def _first_prompt(run: ParityRun, name: str) -> str:
 def test_terminus2_parity_scenarios_show_the_behaviour_they_are_named_for(parity: ParityRun):
     for suffix in ("", ".rsr"):
         texts = _user_texts(parity.requests[f"key-names{suffix}"])
-        # `enter` and `C-m` and `^M` are keys to tmux; `Enter\n` is typed as text; 0x41 is `A`.
-        assert "\none\n" in texts[1] and "Enter: command not found" in texts[1]
-        assert "\nthree\n" in texts[1] and "0x41A1" in texts[1]
+        # `enter`, `C-m`, `^M`, `bspace` are keys to tmux, `0x41` is `A`, `KP1` is `1`;
+        # `Enter\n` is typed as text and ` Enter ` too (then erased with C-u).
+        assert "\none\n" in texts[1] and "# Enter\nbash: Enter: command not found" in texts[1]
+        assert "\ntwo\n" in texts[1] and "\nthree\n" in texts[1] and "\n0x41A\n" in texts[1]
         plain, confirm = _user_texts(parity.requests[f"output-cap{suffix}"])[2:4]
         # Capped twice: the second cut leaves out only the first cut's marker and its edges.
         assert re.search(r"; \d{2} interior bytes omitted", plain), plain[4900:5200]
