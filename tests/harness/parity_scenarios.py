@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from loopback_openai import Turn, context_length_error
-from parity import Scenario
+from parity import TEST_TASKS, Scenario
 
 HELLO = "echo 'Hello, world!' > /app/hello.txt\n"
 
@@ -160,6 +160,13 @@ SCENARIOS.append(Scenario("skills", [
     Turn(reply("cat /skills/hello-file/SKILL.md\n", HELLO)), DONE, DONE],
     files=SKILLS, append={"environment/Dockerfile": "COPY skills /skills\n"},
     toml={'workdir = "/app"': 'workdir = "/app"\nskills_dir = "/skills"'}))
+
+# A task written with a skill: the model reads the skill and uses its script.
+SCENARIOS.append(Scenario("skills-task", [
+    Turn(reply("cat /skills/region-totals/SKILL.md\n")),
+    Turn(reply("python3 /skills/region-totals/scripts/totals.py /app/sales.csv "
+               "/app/report.json\n", "cat /app/report.json\n")), DONE, DONE],
+    task="skills-report", root=TEST_TASKS))
 
 SCENARIOS.append(Scenario(
     "summarise", [

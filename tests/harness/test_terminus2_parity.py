@@ -23,7 +23,16 @@ from typing import Any
 import pytest
 from harbor_ref import harbor_home, harbor_site_packages
 from loopback_openai import LoopbackOpenAI
-from parity import Scenario, Variant, first_difference, renamed, run_rsr, start_harbor
+from parity import (
+    TEST_TASKS,
+    Scenario,
+    Variant,
+    first_difference,
+    renamed,
+    run_rsr,
+    start_harbor,
+    start_harbor_oracle,
+)
 from parity_scenarios import SCENARIOS, XML_SCENARIOS
 
 from rsr.harness.prompts.pack import prompt_pack
@@ -31,6 +40,8 @@ from rsr.harness.prompts.pack import prompt_pack
 pytestmark = pytest.mark.docker
 
 ALL = SCENARIOS + XML_SCENARIOS
+# Tasks using features beyond the core suite's (skills), run by both runners' oracles too.
+ORACLE_TASKS = [TEST_TASKS / "skills-report"]
 VARIANTS = {
     "rsr": Variant({"prompts": "harbor"}),
     "rsr-words": Variant({"prompts": "rsr"}),
@@ -60,12 +71,16 @@ def parity(tmp_path_factory: pytest.TempPathFactory) -> ParityRun:
         with LoopbackOpenAI({s.name: s.turns for s in copies}) as server:
             # Both sides at once (each conversation has its own tag): Harbor in the background.
             jobs = start_harbor(venv, ALL, server, work)
+            oracle_jobs = start_harbor_oracle(venv, ORACLE_TASKS, work)
             try:
-                samples = run_rsr(ALL, server, work, VARIANTS)
+                samples = run_rsr(ALL, server, work, VARIANTS, oracle_tasks=ORACLE_TASKS)
             except BaseException:
                 jobs.kill()
+                oracle_jobs.kill()
                 raise
             harbor = jobs.wait()
+            harbor.update({f"{name}.oracle": trial
+                           for name, trial in oracle_jobs.wait().items()})
             requests = {name: rec.requests for name, rec in server.recordings.items()}
             assert not server.unrouted, f"requests without a scenario tag: {server.unrouted[:1]}"
     finally:
@@ -280,3 +295,15 @@ def test_terminus2_parity_scenarios_show_the_behaviour_they_are_named_for(parity
         skills = _first_prompt(parity, f"skills{suffix}")
         assert skills.count("<skill>") == 2 and "&amp; check them &lt;fast&gt;" in skills
         assert "<location>/skills/hello-file/SKILL.md</location>" in skills
+
+
+@pytest.mark.parametrize("task", [t.name for t in ORACLE_TASKS])
+def test_terminus2_parity_feature_tasks_score_the_same_under_both_oracles(parity: ParityRun,
+                                                                          task: str):
+    trial = parity.harbor.get(f"{task}.oracle")
+    assert trial is not None, f"Harbor's oracle produced no trial for {task}"
+    harbor = ((trial["result"].get("verifier_result") or {}).get("rewards") or {}).get("reward")
+    sample = parity.samples[f"{task}.oracle"]
+    assert sample.error is None and sample.scores, f"rsr oracle on {task}: {sample.error}"
+    rsr = next(iter(sample.scores.values())).value["reward"]
+    assert harbor == rsr == 1.0, f"{task}: Harbor's oracle {harbor}, rsr's {rsr}"
