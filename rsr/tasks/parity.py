@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rsr.tasks.load import LoadedTask
 
 UNSUPPORTED: frozenset[str] = frozenset({
-    "steps", "mcp_servers", "skills_dir", "artifacts",
+    "steps", "mcp_servers", "artifacts",
     "collect", "allowlist", "phase_network", "windows", "tpu",
 })
 """Harbor features rsr does not run yet (names used below)."""
@@ -40,8 +40,8 @@ def harbor_differences(task: LoadedTask, unsupported: frozenset[str] = UNSUPPORT
     if env.mcp_servers:
         add("mcp_servers", f"environment.mcp_servers ({', '.join(m.name for m in env.mcp_servers)}): "
                            "Harbor offers them to the agent; rsr does not")
-    if env.skills_dir:
-        add("skills_dir", "environment.skills_dir: Harbor copies skills to the agent; rsr does not")
+    # environment.skills_dir runs as in Harbor: the terminal harnesses list the skills they find
+    # there in the first prompt (rsr.harness.task_extras).
     if cfg.artifacts or any(s.artifacts for s in cfg.steps):
         add("artifacts", "artifacts: Harbor collects them after the agent; rsr does not")
     if cfg.verifier.collect:
