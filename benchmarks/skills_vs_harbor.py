@@ -89,8 +89,15 @@ def main(argv: list[str] | None = None) -> int:
     sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "harness")]
     from harbor_ref import harbor_home, harbor_site_packages
     from loopback_openai import LoopbackOpenAI, Turn
-    from parity import Scenario, Variant, first_difference, renamed, run_rsr, start_harbor
-    from parity import start_harbor_oracle
+    from parity import (
+        Scenario,
+        Variant,
+        first_difference,
+        renamed,
+        run_rsr,
+        start_harbor,
+        start_harbor_oracle,
+    )
     from parity_scenarios import DONE, reply
 
     venv = harbor_home()

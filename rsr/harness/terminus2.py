@@ -30,9 +30,6 @@ from inspect_ai.solver._task_state import sample_state
 from inspect_ai.util import SandboxEnvironment, sandbox, span, store
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from rsr.tasks.load import LoadedTask
-
 from rsr.errors import RsrError
 from rsr.harness import prompts
 from rsr.harness.context import (
@@ -55,6 +52,9 @@ from rsr.harness.reply_text import as_reference_client
 from rsr.harness.task_extras import find_skills, mcp_section, skills_section
 from rsr.harness.tmux import TmuxSession
 from rsr.harness.tmux_install import ensure_tmux
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rsr.tasks.load import LoadedTask
 
 OBSERVATION_LIMIT = 10_000
 HARNESS_VERSION = "2.0"

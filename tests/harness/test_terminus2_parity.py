@@ -155,7 +155,7 @@ def test_terminus2_fixes_show_what_the_quirks_hide_and_are_logged(parity: Parity
         assert "\n1\n2\n" in text and f"\n{last}\n" in text and "interior bytes omitted" in text
     settings = parity.samples["long-output.rsr-fixed"].store["rsr_harness"]
     assert settings["parity_mode"] is False
-    assert settings["fixes"] == ["history-limit", "new-output", "cap-once", "keys"]
+    assert settings["fixes"] == ["history-limit", "new-output", "cap-once", "keys", "parse-flag"]
 
 
 def test_terminus2_parity_summarises_with_harbor_handoff_structure(parity: ParityRun):
