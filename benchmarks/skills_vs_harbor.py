@@ -6,8 +6,10 @@ its `<available_skills>` block above all). The tasks are run from adapted copies
 for both runners:
 
 - `FROM` images this engine cannot pull are replaced by a local stand-in (`--stand-in
-  ubuntu:24.04`: Debian bookworm with python3, pip, pytest and tmux, plus any wheels given with
-  `--wheels`, installed offline; no registry is reachable here, see docker-here.md);
+  ubuntu:24.04`: Debian bookworm with python3, pip and tmux, plus the wheels given with
+  `--wheels`, installed offline: e.g. the pytest and pytest-json-ctrf that SkillsBench's tests
+  pin, fetched beforehand with `pip download`; no registry is reachable from the engine, see
+  docker-here.md);
 - `environment.skills_dir` is set where the task's Dockerfile copies its skills
   (`--skills-dir`, default `/root/.claude/skills`), as SkillsBench's Harbor adapter does for
   Terminus 2, when the task does not set one;
@@ -15,7 +17,9 @@ for both runners:
 
     python benchmarks/skills_vs_harbor.py tests/harness/tasks/skills-report
     python benchmarks/skills_vs_harbor.py ~/skillsbench/tasks/3d-scan-calc \\
-        --stand-in ubuntu:24.04 --wheels ~/wheels   # pytest-json-ctrf, fetched with pip download
+        --stand-in ubuntu:24.04 --wheels ~/wheels
+    # ~/wheels: pip download pytest==8.4.1 pytest-json-ctrf==0.3.5 --only-binary=:all: \
+    #     --python-version 3.11 --platform any --implementation py -d ~/wheels
 
 Prints per task: the two oracle rewards, whether the first requests are identical, the first
 difference of the whole conversation if any, and the scripted run's two rewards. Exits non-zero
@@ -35,7 +39,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-STAND_IN_PACKAGES = "python3 python3-pip python3-pytest python3-venv tmux procps ca-certificates"
+STAND_IN_PACKAGES = "python3 python3-pip python3-venv tmux procps ca-certificates"
 
 
 def stand_in_tag(image: str) -> str:
@@ -52,8 +56,8 @@ def build_stand_in(image: str, wheels: Path | None) -> str:
         if wheels is not None and any(wheels.glob("*.whl")):
             shutil.copytree(wheels, Path(context) / "wheels")
             lines += ["COPY wheels /tmp/wheels",
-                      "RUN pip3 install --break-system-packages --no-deps --no-index "
-                      "/tmp/wheels/*.whl && rm -rf /tmp/wheels"]
+                      "RUN pip3 install --break-system-packages --no-index --find-links "
+                      "/tmp/wheels /tmp/wheels/*.whl && rm -rf /tmp/wheels"]
         (Path(context) / "Dockerfile").write_text("\n".join(lines) + "\n")
         subprocess.run(["docker", "build", "--network", "host", "-q", "-t", tag, context],
                        check=True, capture_output=True, text=True)
