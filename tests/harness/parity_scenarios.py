@@ -164,8 +164,9 @@ SCENARIOS.append(Scenario("skills", [
 # A task written with a skill: the model reads the skill and uses its script.
 SCENARIOS.append(Scenario("skills-task", [
     Turn(reply("cat /skills/region-totals/SKILL.md\n")),
-    Turn(reply("python3 /skills/region-totals/scripts/totals.py /app/sales.csv "
-               "/app/report.json\n", "cat /app/report.json\n")), DONE, DONE],
+    # Python's start-up on a loaded machine: a generous wait, so that `cat` is never typed ahead.
+    Turn(reply(("python3 /skills/region-totals/scripts/totals.py /app/sales.csv "
+                "/app/report.json\n", 3.0), "cat /app/report.json\n")), DONE, DONE],
     task="skills-report", root=TEST_TASKS))
 
 SCENARIOS.append(Scenario(
