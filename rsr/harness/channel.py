@@ -19,8 +19,10 @@ from inspect_ai.util import ExecResult, SandboxEnvironment
 
 # Each script runs in a subshell, so an `exit` ends the script, never the loop. `read -N`
 # counts characters in UTF-8 locales: lengths are bytes, so it reads under the C locale.
-_LOOP = ('while IFS= read -r n; do LC_ALL=C IFS= read -r -N "$n" s; ( eval "$s" ); '
-         'printf "\\n%s %d\\n" "$RSR_CHANNEL_TOKEN" $?; done')
+# The token arrives as the first line of stdin, not in the environment: nothing the shell
+# starts (the agent's tmux server included) inherits it, and /proc/*/environ does not show it.
+_LOOP = ('IFS= read -r t; while IFS= read -r n; do LC_ALL=C IFS= read -r -N "$n" s; '
+         '( eval "$s" ); printf "\\n%s %d\\n" "$t" $?; done')
 
 
 class ShellChannel:
@@ -49,9 +51,10 @@ class ShellChannel:
         from rsr.sandbox import engine
 
         self._token = f"@@rsr-channel-{secrets.token_hex(8)}@@"
-        self._session = await asyncio.to_thread(
-            engine.ExecSession, container, ["bash", "--noprofile", "--norc", "-c", _LOOP], user=self.user,
-            env={"RSR_CHANNEL_TOKEN": self._token})
+        session = await asyncio.to_thread(
+            engine.ExecSession, container, ["bash", "--noprofile", "--norc", "-c", _LOOP], user=self.user)
+        await asyncio.to_thread(session.send, f"{self._token}\n".encode())
+        self._session = session
         return self._session
 
     async def run(self, script: str, timeout: float = 30) -> ExecResult[str]:

@@ -223,7 +223,9 @@ def _json_commands(items: list[Any], warnings: list[str],
         else:
             warnings.append(words.render("json_no_duration", n=n))
             duration = DEFAULT_DURATION
-        unknown = set(item) - {"keystrokes", "duration"}
+        # The reference joins a set here (its order varies between runs); rsr keeps the
+        # order the fields were written in, so the same reply always gets the same warning.
+        unknown = [name for name in item if name not in ("keystrokes", "duration")]
         if unknown:
             warnings.append(words.render("json_unknown_fields", n=n, fields=", ".join(unknown)))
         if i < len(items) - 1 and keystrokes and not keystrokes.endswith("\n"):

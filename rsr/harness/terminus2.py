@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from inspect_ai.agent import Agent, AgentState, agent
@@ -48,9 +48,14 @@ from rsr.harness.protocol import (
     parse_reply_result,
     salvage_xml,
 )
+from rsr.harness.reply_text import as_reference_client
 from rsr.harness.steps import stepwise
+from rsr.harness.task_extras import find_skills, mcp_section, skills_section
 from rsr.harness.tmux import TmuxSession
 from rsr.harness.tmux_install import ensure_tmux
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rsr.tasks.load import LoadedTask
 
 OBSERVATION_LIMIT = 10_000
 HARNESS_VERSION = "2.0"
@@ -66,27 +71,20 @@ FALLBACK_SCREEN_CHARS = 1_000
 WaitMode = Literal["fixed", "adaptive"]
 EndReason = Literal["completed", "max_episodes", "agent_timeout", "context_overflow",
                     "verified", "reflection_limit", "budget", "shell_exited"]
-Fix = Literal["history-limit", "new-output", "cap-once", "keys"]
+Fix = Literal["history-limit", "new-output", "cap-once", "keys", "parse-flag"]
 FIXES: dict[str, str] = {
     "history-limit": "the pane keeps the configured history (the reference sets history-limit "
                      "after its pane exists, which keeps tmux's default 2,000 lines)",
     "new-output": "new output is found by position in the pane, not by searching the previous "
                   "capture's text (which loses output once the history scrolls)",
     "cap-once": "an observation is capped once with the true omitted count (the reference caps "
-                "output with warnings twice)",
+                "it twice, so over the cap its model is told how many bytes the second cut left "
+                "out)",
     "keys": "keystrokes are typed as written (the reference hands them to tmux as arguments, "
             "which eats a trailing `;` as a command separator)",
+    "parse-flag": "a reply is a parse error when the parser says so (the reference decides by "
+                  "the text `ERROR:` in its feedback, so a warning quoting it discards the reply)",
 }
-
-
-def reference_keys(keystrokes: str) -> str:
-    """The keystrokes the reference's terminal receives: tmux reads an argument's trailing `;`
-    as a command separator (and a trailing `\\;` as a literal `;`)."""
-    if keystrokes.endswith("\\;"):
-        return keystrokes[:-2] + ";"
-    if keystrokes.endswith(";"):
-        return keystrokes[:-1]
-    return keystrokes
 
 _TEMPLATE_VERSION = prompts.PROMPT_VERSION
 
@@ -205,6 +203,7 @@ class TerminalHarness:
         self.turn_timings: list[dict[str, float]] = []
         self.instruction = ""
         self.metadata: dict[str, Any] = {}
+        self.task: LoadedTask | None = None
         self.deadline_sec: float | None = None
         self.started = 0.0
         self._model: Model | None = None
@@ -267,6 +266,7 @@ class TerminalHarness:
     async def __call__(self, state: AgentState) -> AgentState:
         sample = sample_state()
         self.metadata = dict(sample.metadata) if sample is not None else {}
+        self.task = _task(self.metadata)
         self.instruction = _instruction(state.messages, self.metadata)
         self._model = get_model()
         self.deadline_sec = self.timeout_sec()
@@ -334,15 +334,17 @@ class TerminalHarness:
         if how == "installed":
             transcript().info("tmux was missing and has been installed", source=self.name)
         self._tmux = TmuxSession(self._sbx, cwd=self.metadata.get("workdir"),
-                                 user=_agent_user(self.metadata),
-                                 history_before_start="history-limit" in self.config.fixes)
+                                 user=self._agent_user(),
+                                 history_before_start="history-limit" in self.config.fixes,
+                                 literal_semicolons="keys" in self.config.fixes)
         await self._tmux.start()
 
     async def _run(self) -> None:
         assert self._tmux is not None
         terminal_state = await self._observe()
         first = self.words.render("first_xml" if self._xml else "first_json",
-                                  instruction=self.instruction, terminal_state=terminal_state)
+                                  instruction=self.instruction + await self._task_extras(),
+                                  terminal_state=terminal_state)
         content, extra = self._with_extra(first)
         prompt: ChatMessage = user_message(
             content, "first_prompt", self.name, turn=0,
@@ -400,11 +402,16 @@ class TerminalHarness:
             feedback = self.words.render("feedback_warnings", warnings=result.warning)
         warnings = [w.removeprefix("- ") for w in result.warning.split("\n") if w]
 
-        if result.error:
+        # The reference decides by its feedback's text: a warning that quotes `ERROR:` makes
+        # the reply a parse error too (nothing runs).
+        error = result.error
+        if not error and "ERROR:" in feedback and "parse-flag" not in self.config.fixes:
+            error = feedback
+        if error:
             self._append(_with_parse(assistant_message(
                 output, "invalid_reply", self.name, turn=self.turn, timing=timing,
-                started_at=started_at, warnings=warnings), error=result.error), context=False)
-            transcript().info(f"parse error: {result.error}", source=self.name)
+                started_at=started_at, warnings=warnings), error=error), context=False)
+            transcript().info(f"parse error: {error}", source=self.name)
             response_type = self.words.render("response_type_xml" if self._xml
                                               else "response_type_json")
             text = self.words.render("parse_error", feedback=feedback,
@@ -427,10 +434,8 @@ class TerminalHarness:
         # with a fixed wait, the pure sleep is what counts as waiting.
         wait_s = 0.0
         for command in result.commands if review.run_commands else []:
-            keys = command.keystrokes if "keys" in self.config.fixes \
-                else reference_keys(command.keystrokes)
             waited = await self._tmux.send_and_wait(
-                keys, min(command.duration, MAX_DURATION),
+                command.keystrokes, min(command.duration, MAX_DURATION),
                 adaptive=self.config.wait_mode == "adaptive")
             wait_s += waited.waited if self.config.wait_mode == "adaptive" \
                 else max(command.duration, 0.0)
@@ -458,12 +463,12 @@ class TerminalHarness:
             return user_message(content, "confirm", self.name, turn=self.turn,
                                 public=terminal_output, control_parts=[body, *notes],
                                 control=True), True
-        body = terminal_output
+        # The reference caps the output again here (it was capped once when read): over the
+        # cap, the second cut is what the model is told about.
+        body = terminal_output if "cap-once" in self.config.fixes else self._cap(terminal_output)
         control_parts: list[str] = []
         if feedback:
-            output_text = terminal_output if "cap-once" in self.config.fixes \
-                else self._cap(terminal_output)
-            body = self.words.render("warnings", feedback=feedback, output=output_text)
+            body = self.words.render("warnings", feedback=feedback, output=body)
             control_parts.append(body)
         content = "\n\n".join([body, *notes])
         kind: Kind = "state_display" if self.display() else "observation"
@@ -551,6 +556,7 @@ class TerminalHarness:
             if is_overflow_error(e):
                 raise ContextOverflowError(str(e)) from e
             raise
+        output = as_reference_client(output)
         if output.stop_reason == "model_length":
             raise ContextOverflowError("the model reported stop_reason=model_length")
         if output.stop_reason == "max_tokens":
@@ -676,6 +682,22 @@ class TerminalHarness:
         timing["overhead_s"] = round(total - timing["model_s"] - wait_s, 4)
         self.turn_timings.append(dict(timing))
 
+    def _agent_user(self) -> str | None:
+        """The task's `[agent] user` (the shell runs as that user)."""
+        return self.task.config.agent.user if self.task is not None else None
+
+    async def _task_extras(self) -> str:
+        """What the first prompt appends to the instruction: the task's MCP servers, then the
+        skills found in the sandbox (as the reference does)."""
+        if self.task is None:
+            return ""
+        env = self.task.config.environment
+        text = mcp_section(env.mcp_servers, self.words)
+        if env.skills_dir and self._sbx is not None:
+            text += skills_section(await find_skills(self._sbx, env.skills_dir,
+                                                     self._agent_user()))
+        return text
+
     def _cap(self, text: str) -> str:
         return cap_observation(text, self.config.observation_limit, self.words)
 
@@ -704,13 +726,13 @@ def _with_parse(message: ChatMessage, **values: Any) -> ChatMessage:
     return message
 
 
-def _agent_user(metadata: dict[str, Any]) -> str | None:
-    """The task's `[agent] user` (the shell runs as that user), when the sample is an rsr task."""
+def _task(metadata: dict[str, Any]) -> LoadedTask | None:
+    """The sample's task, when the sample is an rsr task."""
     if not metadata.get("task_dir"):
         return None
     from rsr.tasks.load import task_from_metadata
 
-    return task_from_metadata(metadata).config.agent.user
+    return task_from_metadata(metadata)
 
 
 def _instruction(messages: list[ChatMessage], metadata: dict[str, Any]) -> str:

@@ -5,7 +5,6 @@ Only talks to tmux; installing tmux lives in `rsr.harness.tmux_install`.
 
 from __future__ import annotations
 
-import re
 import shlex
 import time
 from dataclasses import dataclass
@@ -22,12 +21,10 @@ POLL_SECONDS = 0.1
 # Above this, keystrokes are typed one chunk per exec (an argv string is capped at 128 KiB).
 ONE_EXEC_MAX_CHARS = 60_000
 
-# Whole-string keystrokes that name a tmux key (C-c, M-x, Enter, Up, F5, ...).
-_KEY_NAME = re.compile(
-    r"^(?:[CMS]-)+(?:[A-Za-z0-9\[\]\\@^_ ]|Space|Enter|Tab|Escape|BSpace|Up|Down|Left|Right)$"
-    r"|^(?:Enter|Escape|Tab|BTab|BSpace|Space|Up|Down|Left|Right|Home|End|PageUp|PageDown"
-    r"|PPage|NPage|DC|IC|F(?:[1-9]|1[0-2]))$"
-)
+# The reference hands a keystroke string to `tmux send-keys` as one argument while its quoted
+# form fits tmux's command (this many bytes, less the command prefix); longer ones are pasted.
+REFERENCE_COMMAND_BYTES = 16_000
+REFERENCE_SEND_PREFIX = "tmux send-keys -t terminus-2 --"
 
 
 class TmuxError(RsrError):
@@ -42,14 +39,25 @@ class WaitResult:
     """The shell was idle again before the deadline (adaptive mode only)."""
 
 
-def is_key_name(keystrokes: str) -> bool:
-    """True when the whole keystroke string is one tmux key name, e.g. `C-c` or `Enter`."""
-    return bool(_KEY_NAME.match(keystrokes.strip())) and keystrokes.strip() != ""
-
-
 def escape_literal(chunk: str) -> str:
     """tmux strips a trailing `;` from an argument (command separator); `\\;` yields `;`."""
     return chunk[:-1] + "\\;" if chunk.endswith(";") else chunk
+
+
+def tmux_separator_rule(keystrokes: str) -> str:
+    """What tmux makes of one argument's trailing `;` (a command separator) and `\\;` (a `;`)."""
+    if keystrokes.endswith("\\;"):
+        return keystrokes[:-2] + ";"
+    if keystrokes.endswith(";"):
+        return keystrokes[:-1]
+    return keystrokes
+
+
+def fits_one_argument(keystrokes: str) -> bool:
+    """True when the reference sends `keystrokes` as one `send-keys` argument (else it pastes
+    them, literally)."""
+    quoted = len(shlex.quote(keystrokes).encode())
+    return quoted <= REFERENCE_COMMAND_BYTES - len(REFERENCE_SEND_PREFIX) - 1
 
 
 class TmuxSession:
@@ -65,6 +73,7 @@ class TmuxSession:
         cwd: str | None = None,
         user: str | None = None,
         history_before_start: bool = False,
+        literal_semicolons: bool = False,
     ) -> None:
         self.sbx = sbx
         self.name = name
@@ -74,6 +83,9 @@ class TmuxSession:
         # False reproduces the reference: history-limit is set once the pane exists, so the
         # pane keeps tmux's default 2,000 lines (see `start`). True applies it to the pane.
         self.history_before_start = history_before_start
+        # False reproduces the reference: tmux reads a keystroke string's trailing `;` as a
+        # command separator, so the shell never sees it. True types it.
+        self.literal_semicolons = literal_semicolons
         self._previous_buffer: str | None = None
         self._fell_back = True
         self.cwd = cwd
@@ -102,20 +114,28 @@ class TmuxSession:
         return result.stdout
 
     async def start(self) -> None:
-        cwd = f"-c {shlex.quote(self.cwd)} " if self.cwd else ""
-        new = (f"tmux {{conf}}new-session -d -s {self.name} -x {self.width} -y {self.height} "
-               f"{cwd}'bash --login'")
         # A session left by an earlier run in the same sandbox is replaced, not joined.
-        prelude = (f"tmux kill-session -t {self.name} 2>/dev/null; "
-                   "export TERM=xterm-256color SHELL=/bin/bash; ")
+        await self._sh(f"tmux kill-session -t {self.name} 2>/dev/null; true")
+        # The session is started as the reference starts it: one `bash -c` exec, not through the
+        # channel, so the agent's shell inherits neither the channel's environment (its token)
+        # nor an extra shell level (SHLVL is 1, as under the reference).
+        new = (f"tmux {{conf}}new-session -x {self.width} -y {self.height} -d -s {self.name} "
+               "'bash --login'")
+        script = "export TERM=xterm-256color && export SHELL=/bin/bash && "
         if self.history_before_start:
             conf = f"/tmp/{self.name}.tmux.conf"
-            await self._sh(f"{prelude}printf 'set -g history-limit {self.history_limit}\\n' "
-                           f"> {conf} && " + new.format(conf=f"-f {conf} "))
+            script += (f"printf 'set -g history-limit {self.history_limit}\\n' > {conf} && "
+                       + new.format(conf=f"-f {conf} "))
         else:
+            script += new.format(conf="")
+        result = await self.sbx.exec(["bash", "-c", script], cwd=self.cwd, user=self.user,
+                                     timeout=30)
+        if not result.success:
+            raise TmuxError(f"tmux new-session failed (exit {result.returncode}): "
+                            f"{result.stderr.strip()}")
+        if not self.history_before_start:
             # As the reference does: the option is set after the session (and its only pane)
             # exists, and tmux applies history-limit to panes created later only.
-            await self._sh(prelude + new.format(conf=""))
             await self._sh(f"tmux set-option -g history-limit {self.history_limit}")
         self._shell_pid = (await self._tmux("display-message", "-p", "-t", self.name,
                                             "#{pane_pid}")).strip()
@@ -137,13 +157,30 @@ class TmuxSession:
         await self._channel.close()
 
     def _send_script(self, keystrokes: str) -> str:
-        """Shell lines that type `keystrokes`: one tmux key name, or literal text in chunks."""
-        if is_key_name(keystrokes):
-            return f"tmux send-keys -t {self.name} {shlex.quote(keystrokes.strip())}"
+        """Shell lines that type `keystrokes` (at most ONE_EXEC_MAX_CHARS of them).
+
+        A short string goes to `send-keys` as one argument, as the reference sends it, and tmux
+        decides whether it names a key (`C-c`, `^C`, `enter`, `KP1`, `0x41`; a string with a
+        trailing newline or space names none): rsr keeps no key table of its own. A longer one
+        cannot name a key and is typed literally, in chunks.
+        """
+        if len(keystrokes) <= SEND_CHUNK_CHARS:
+            arg = escape_literal(keystrokes) if self.literal_semicolons else keystrokes
+            return f"tmux send-keys -t {self.name} -- {shlex.quote(arg)}"
+        return self._literal_script(self._long_text(keystrokes))
+
+    def _long_text(self, keystrokes: str) -> str:
+        """The characters a long keystroke string types: the reference sends it as one argument
+        while it fits tmux's command (whose trailing `;` tmux then eats), else pastes it."""
+        if not self.literal_semicolons and fits_one_argument(keystrokes):
+            return tmux_separator_rule(keystrokes)
+        return keystrokes
+
+    def _literal_script(self, text: str) -> str:
         return " && ".join(
             f"tmux send-keys -t {self.name} -l -- "
-            + shlex.quote(escape_literal(keystrokes[start : start + SEND_CHUNK_CHARS]))
-            for start in range(0, len(keystrokes), SEND_CHUNK_CHARS))
+            + shlex.quote(escape_literal(text[start : start + SEND_CHUNK_CHARS]))
+            for start in range(0, len(text), SEND_CHUNK_CHARS))
 
     def _idle_script(self, seconds: float) -> str:
         polls = max(1, int(seconds / POLL_SECONDS))
@@ -158,10 +195,11 @@ class TmuxSession:
         )
 
     async def send_keys(self, keystrokes: str) -> None:
-        """Send keystrokes verbatim; a whole-string tmux key name (C-c, Enter) is sent as that key."""
+        """Send keystrokes as the reference does (see `_send_script`)."""
         if len(keystrokes) > ONE_EXEC_MAX_CHARS:
-            for start in range(0, len(keystrokes), SEND_CHUNK_CHARS):
-                await self._sh(self._send_script(keystrokes[start : start + SEND_CHUNK_CHARS]))
+            text = self._long_text(keystrokes)
+            for start in range(0, len(text), SEND_CHUNK_CHARS):
+                await self._sh(self._literal_script(text[start : start + SEND_CHUNK_CHARS]))
         elif keystrokes:
             await self._sh(self._send_script(keystrokes))
 

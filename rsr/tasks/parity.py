@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rsr.tasks.models import TaskConfig
 
 UNSUPPORTED: frozenset[str] = frozenset({
-    "separate_artifacts", "mcp_servers", "skills_dir", "allowlist", "phase_network", "windows", "tpu",
+    "separate_artifacts", "allowlist", "phase_network", "windows", "tpu",
 })
 """Harbor features rsr does not run yet (names used below)."""
 
@@ -28,18 +28,14 @@ def harbor_differences(task: LoadedTask, unsupported: frozenset[str] = UNSUPPORT
         if feature in unsupported:
             out.append(line)
 
-    if env.mcp_servers:
-        # The servers themselves run as in Harbor (an HTTP one is a compose service of the task or
-        # a process in its image, a stdio one a command the agent runs in the sandbox); what
-        # differs is only whether the harness names them to the model.
-        add("mcp_servers", f"environment.mcp_servers ({', '.join(m.name for m in env.mcp_servers)}): "
-                           "Harbor's Terminus 2 names them in the instruction; rsr's harnesses do not yet")
+    # MCP servers run as in Harbor (an HTTP one is a compose service of the task or a process in
+    # its image, a stdio one a command the agent runs) and the terminal harnesses name them in the
+    # first prompt as Harbor's Terminus 2 does; skills_dir's skills are listed there too
+    # (rsr.harness.task_extras).
     for m in env.mcp_servers:
         if m.headers:
             out.append(f"environment.mcp_servers '{m.name}' headers: Harbor resolves ${{VAR}} references for "
                        "agents that forward headers; rsr's harnesses forward none")
-    if env.skills_dir:
-        add("skills_dir", "environment.skills_dir: Harbor copies skills to the agent; rsr does not")
     separate = cfg.verifier.mode == "separate" or any(verifier_mode(cfg, i) == "separate"
                                                       for i in range(len(cfg.steps)))
     declared = [*cfg.artifacts, *(a for s in cfg.steps for a in s.artifacts)]

@@ -26,6 +26,7 @@ from typing import Any
 from loopback_openai import LoopbackOpenAI, Turn
 
 CORE = Path(__file__).resolve().parents[2] / "tasks" / "core"
+TEST_TASKS = Path(__file__).resolve().parent / "tasks"
 MODEL = "parity"
 HARBOR_COMPOSE = ("services:\n  main:\n    build:\n      network: host\n"
                   "    network_mode: host\n")
@@ -36,8 +37,13 @@ class Scenario:
     name: str
     turns: list[Turn]
     task: str = "hello-world"
+    root: Path = CORE
+    """The directory holding `task` (the core suite, or the test tasks of tests/harness/tasks)."""
     toml: dict[str, str] = field(default_factory=dict)
     """Text replacements in task.toml (both copies)."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Files added to (or, under `append`, appended to) both copies, by path in the task."""
+    append: dict[str, str] = field(default_factory=dict)
     harbor_kwargs: dict[str, Any] = field(default_factory=dict)
     """Harbor agent kwargs (`--ak k=v`); the rsr equivalents go in `rsr_args`."""
     rsr_args: dict[str, Any] = field(default_factory=dict)
@@ -45,9 +51,14 @@ class Scenario:
 
 def _copy_task(scenario: Scenario, root: Path, for_harbor: bool) -> None:
     dest = root / scenario.name
-    shutil.copytree(CORE / scenario.task, dest)
+    shutil.copytree(scenario.root / scenario.task, dest)
     instruction = dest / "instruction.md"
     instruction.write_text(instruction.read_text() + f"\n[scenario: {scenario.name}]\n")
+    for path, content in scenario.files.items():
+        (dest / path).parent.mkdir(parents=True, exist_ok=True)
+        (dest / path).write_text(content)
+    for path, content in scenario.append.items():
+        (dest / path).write_text((dest / path).read_text() + content)
     toml = dest / "task.toml"
     text = toml.read_text()
     for old, new in scenario.toml.items():
@@ -112,6 +123,24 @@ def start_harbor(venv: Path, scenarios: list[Scenario], server: LoopbackOpenAI, 
     return HarborJobs(running)
 
 
+def start_harbor_oracle(venv: Path, tasks: list[Path], workdir: Path) -> HarborJobs:
+    """Harbor's oracle on copies of `tasks` (internet allowed, host network, as above)."""
+    dataset = workdir / "harbor-oracle-ds"
+    for task in tasks:
+        dest = dataset / task.name
+        shutil.copytree(task, dest)
+        toml = dest / "task.toml"
+        toml.write_text(toml.read_text().replace("allow_internet = false", "allow_internet = true"))
+        compose = dest / "environment" / "docker-compose.yaml"
+        if not compose.exists():
+            compose.write_text(HARBOR_COMPOSE)
+    jobs = workdir / "harbor-oracle-jobs"
+    args = [str(venv / "bin" / "harbor"), "run", "-p", str(dataset), "--agent", "oracle",
+            "-n", str(len(tasks)), "-o", str(jobs), "-y", "-q"]
+    return HarborJobs([(jobs, subprocess.Popen(args, stdout=subprocess.PIPE,
+                                               stderr=subprocess.STDOUT, text=True))])
+
+
 def run_harbor(venv: Path, scenarios: list[Scenario], server: LoopbackOpenAI, workdir: Path,
                concurrency: int = 4, timeout: int = 900) -> dict[str, dict[str, Any]]:
     return start_harbor(venv, scenarios, server, workdir, concurrency).wait(timeout)
@@ -147,11 +176,12 @@ class Variant:
 
 
 def run_rsr(scenarios: list[Scenario], server: LoopbackOpenAI, workdir: Path,
-            variants: dict[str, Variant], agent: Callable[..., Any] | None = None
-            ) -> dict[str, Any]:
+            variants: dict[str, Variant], agent: Callable[..., Any] | None = None,
+            oracle_tasks: list[Path] | None = None) -> dict[str, Any]:
     """rsr/terminus2 on the scenarios once per variant, in one `inspect eval` (one task per
     variant and harness configuration), through Inspect's OpenAI-compatible provider. The
-    samples come back keyed by `<scenario>.<variant>`."""
+    samples come back keyed by `<scenario>.<variant>`; with `oracle_tasks`, rsr/oracle's samples
+    of those tasks too (keyed `<task>.oracle`)."""
     from inspect_ai import eval as inspect_eval
     from inspect_ai.agent import as_solver
 
@@ -174,6 +204,14 @@ def run_rsr(scenarios: list[Scenario], server: LoopbackOpenAI, workdir: Path,
                 _copy_task(scenario, root, for_harbor=False)
             solver = as_solver(make(**json.loads(key)))
             tasks.append(tasks_task("core", root, [s.name for s in group], None, solver))
+    if oracle_tasks:
+        from rsr.harness.oracle import oracle
+
+        copies = workdir / "rsr-oracle-ds"
+        for task in oracle_tasks:
+            shutil.copytree(task, copies / f"{task.name}.oracle")
+        tasks.append(tasks_task("core", copies, [f"{t.name}.oracle" for t in oracle_tasks], None,
+                                as_solver(oracle())))
     logs = inspect_eval(tasks, model=f"openai-api/loopback/{MODEL}",
                         model_base_url=server.base_url, display="none",
                         log_dir=str(workdir / "logs"), log_format="eval", fail_on_error=False,

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from loopback_openai import Turn, context_length_error
-from parity import Scenario
+from parity import TEST_TASKS, Scenario
 
 HELLO = "echo 'Hello, world!' > /app/hello.txt\n"
 
@@ -92,6 +92,82 @@ SCENARIOS: list[Scenario] = [
                            Turn(reply(complete=True), reasoning="more thoughts"), DONE]),
     Scenario("shell-exit", [Turn(reply(HELLO, "exit\n")), Turn(reply("ls\n")), DONE]),
 ]
+
+# Which strings name a key is tmux's to decide (its lookup ignores case, knows `^M` and
+# `0x41`); a string with a trailing newline or space is text.
+SCENARIOS.append(Scenario("key-names", [Turn(reply(
+    ("echo one", 0.2), ("enter", 0.5), ("Enter\n", 0.5), ("echo two", 0.2), ("C-m", 0.5),
+    (" Enter ", 0.2), ("C-u", 0.2), ("echo three", 0.2), ("^M", 0.5), ("echo 0x41", 0.2),
+    ("0x41", 0.2), ("KP1", 0.2), ("bspace", 0.2), ("ENTER", 0.5), HELLO)), DONE, DONE]))
+
+# Over 10,000 bytes of new output: capped when read and again on the plain path (the model is
+# told the second cut's count); the confirmation shows it capped once. A short prompt first:
+# Harbor's copy runs on the host network (with the host's name in its prompt), so the byte
+# offsets of the cuts are the same only without the host name.
+_ROWS = "seq -f 'row %g: ..................................................' 1 {}\n"
+SCENARIOS.append(Scenario("output-cap", [
+    Turn(reply("PS1='$ '\n")),
+    Turn(reply((_ROWS.format(400), 1.0))),
+    Turn(reply(HELLO, (_ROWS.format(300), 1.0), complete=True)), DONE]))
+
+# A warning that quotes `ERROR:` (here an unknown field's name) makes the reply a parse error.
+SCENARIOS.append(Scenario("error-in-warning", [
+    Turn(json.dumps({"analysis": "a", "plan": "p", "commands": [
+        {"keystrokes": HELLO, "duration": 0.5, "ERROR: see note": 1}],
+        "task_complete": False})),
+    Turn(reply(HELLO)), DONE, DONE]))
+
+# Only a leading <think> block is split off, the rest kept as sent (whitespace included).
+SCENARIOS.append(Scenario("think-tags", [
+    Turn("<think>I should write the file.</think>\n\n" + reply(HELLO)),
+    Turn(reply("cat /app/hello.txt\n") + "\n<think>trailing thoughts</think>"),
+    Turn("  <think>indented</think>" + reply(complete=True)), DONE]))
+
+# The agent's shell: its level and the names in its environment.
+SCENARIOS.append(Scenario("shell-env", [
+    Turn(reply("echo level=$SHLVL; env | cut -d= -f1 | sort | tr '\\n' ' '; echo\n", HELLO)),
+    DONE, DONE]))
+
+# MCP servers the task declares are listed after the instruction (`http` named as Harbor
+# normalises it); nothing here starts them.
+MCP_TOML = """
+[[environment.mcp_servers]]
+name = "notes"
+transport = "stdio"
+command = "python3"
+args = ["-m", "notes_server", "--root", "/app"]
+
+[[environment.mcp_servers]]
+name = "search"
+transport = "http"
+url = "http://127.0.0.1:8765/mcp"
+"""
+SCENARIOS.append(Scenario("mcp-servers", [Turn(reply(HELLO)), DONE, DONE],
+                          append={"task.toml": MCP_TOML}))
+
+# Skills under environment.skills_dir (the image copies them there): each SKILL.md with a
+# name and a description is listed; one without front matter and a nested one are not.
+SKILLS = {
+    "environment/skills/hello-file/SKILL.md":
+        "---\nname: hello-file\ndescription: Write greeting files & check them <fast>.\n---\n"
+        "# Hello files\nUse `echo 'Hello, world!' > FILE`.\n",
+    "environment/skills/csv-report/SKILL.md":
+        "---\nname: csv-report\ndescription: >\n  Summarise a CSV file\n  by region.\n---\nUse awk.\n",
+    "environment/skills/no-front-matter/SKILL.md": "# Not a skill: no front matter\n",
+    "environment/skills/csv-report/nested/SKILL.md": "---\nname: nested\ndescription: x\n---\n",
+}
+SCENARIOS.append(Scenario("skills", [
+    Turn(reply("cat /skills/hello-file/SKILL.md\n", HELLO)), DONE, DONE],
+    files=SKILLS, append={"environment/Dockerfile": "COPY skills /skills\n"},
+    toml={'workdir = "/app"': 'workdir = "/app"\nskills_dir = "/skills"'}))
+
+# A task written with a skill: the model reads the skill and uses its script.
+SCENARIOS.append(Scenario("skills-task", [
+    Turn(reply("cat /skills/region-totals/SKILL.md\n")),
+    # Python's start-up on a loaded machine: a generous wait, so that `cat` is never typed ahead.
+    Turn(reply(("python3 /skills/region-totals/scripts/totals.py /app/sales.csv "
+                "/app/report.json\n", 3.0), "cat /app/report.json\n")), DONE, DONE],
+    task="skills-report", root=TEST_TASKS))
 
 SCENARIOS.append(Scenario(
     "summarise", [

@@ -12,7 +12,8 @@ import pytest
 
 from rsr.harness.prompts.pack import KEYS, PromptPackError, prompt_pack
 from rsr.harness.protocol import StateMReply, parse_json, parse_reply, parse_xml, salvage_xml
-from rsr.harness.terminus2 import FIXES, cap_observation, parse_fixes, reference_keys
+from rsr.harness.terminus2 import FIXES, cap_observation, parse_fixes
+from rsr.harness.tmux import tmux_separator_rule
 
 WORDS = prompt_pack("rsr")
 
@@ -115,7 +116,7 @@ def test_cap_observation_keeps_half_the_limit_from_each_end():
 def test_prompt_pack_rsr_has_every_key_and_a_stable_sha256():
     pack = prompt_pack("rsr")
     assert set(KEYS) <= set(pack.texts) and len(pack.sha256) == 64
-    assert pack.describe()["prompt_pack_version"] == "rsr-v2"
+    assert pack.describe()["prompt_pack_version"] == "rsr-v3"
     assert "{instruction}" in pack.texts["first_json"]
 
 
@@ -141,10 +142,10 @@ def test_prompt_pack_rejects_an_unknown_name():
         prompt_pack("no-such-pack")
 
 
-def test_reference_keys_drop_a_trailing_semicolon_as_tmux_does():
-    assert reference_keys("echo a;") == "echo a"
-    assert reference_keys("echo a\\;") == "echo a;"
-    assert reference_keys("ls\n") == "ls\n" and reference_keys("C-c") == "C-c"
+def test_tmux_separator_rule_drops_a_trailing_semicolon_as_tmux_does():
+    assert tmux_separator_rule("echo a;") == "echo a"
+    assert tmux_separator_rule("echo a\\;") == "echo a;"
+    assert tmux_separator_rule("ls\n") == "ls\n" and tmux_separator_rule("C-c") == "C-c"
 
 
 def test_terminus2_defaults_are_the_reference_ones():
@@ -159,7 +160,7 @@ def test_terminus2_defaults_are_the_reference_ones():
 def test_fixes_parse_names_and_all_and_reject_typos():
     assert parse_fixes("history-limit, new-output") == ["history-limit", "new-output"]
     assert parse_fixes("all") == list(FIXES) and parse_fixes(None) == []
-    assert set(FIXES) == {"history-limit", "new-output", "cap-once", "keys"}
+    assert set(FIXES) == {"history-limit", "new-output", "cap-once", "keys", "parse-flag"}
     with pytest.raises(Exception, match="unknown histroy"):
         parse_fixes("histroy")
 

@@ -148,3 +148,26 @@ def test_harness_runs_by_registered_name_with_cli_args(tmp_path, name, args, end
     assert logs[0].eval.solver == name and settings["harness"] == name.removeprefix("rsr/")
     assert all(settings[key] == value for key, value in args.items())
     assert sample.store[STORE_RESULT]["end_reason"] == end_reason
+
+
+SKILL_SCRIPT = "python3 /skills/region-totals/scripts/totals.py /app/sales.csv /app/report.json\n"
+
+
+@pytest.mark.parametrize("harness", ["statem", "rsrt"])
+def test_harness_lists_the_task_skills_in_its_first_prompt_and_solves_with_one(harness):
+    from parity import TEST_TASKS
+
+    if harness == "statem":
+        agent, script = statem(wait_mode="adaptive"), [
+            reply(next_state="understand"), reply(next_state="plan"),
+            reply(SKILL_SCRIPT, next_state="act"),
+            reply(("cat /app/report.json\n", 0.5), next_state="verify"),
+            reply(next_state="done", complete=True), reply(next_state="done", complete=True)]
+    else:
+        agent, script = rsrt(wait_mode="adaptive"), [
+            reply(SKILL_SCRIPT), reply(complete=True), reply(complete=True)]
+    sample = run(agent, script, root=TEST_TASKS, tasks="skills-report")
+    first = sample.messages[0].text
+    assert first.count("<skill>") == 2
+    assert "<location>/skills/region-totals/SKILL.md</location>" in first
+    assert passed(sample) == 1.0

@@ -49,12 +49,40 @@ async def session(container):
     await tmux.sbx.exec(["tmux", "kill-session", "-t", tmux.name])
 
 
-async def test_tmux_sends_keystrokes_verbatim_including_trailing_semicolons(session):
-    await session.send_keys("echo 'a;b' \"$((1+2))\";")
-    await session.send_keys("\n")
-    await session.wait(5, adaptive=True)
+async def test_tmux_drops_a_trailing_semicolon_as_the_reference_and_types_it_when_asked(
+        container, session):
+    await session.send_keys("echo 'a;b' \"$((1+2))\";")   # tmux reads the `;` as a separator
+    await session.send_and_wait(" echo z\n", 2, adaptive=True)
+    assert "\na;b 3 echo z\n" in await session.read_new()
+    literal = TmuxSession(DockerContainerSandbox(container, "/app"),
+                          name=f"l{uuid.uuid4().hex[:6]}", cwd="/app", literal_semicolons=True)
+    await literal.start()
+    try:
+        await literal.read_new()
+        await literal.send_keys("echo 'a;b' \"$((1+2))\";")
+        await literal.send_and_wait(" echo z\n", 2, adaptive=True)
+        assert "\na;b 3\nz\n" in await literal.read_new()
+    finally:
+        await literal.sbx.exec(["tmux", "kill-session", "-t", literal.name])
+
+
+async def test_tmux_decides_which_strings_name_a_key(session):
+    await session.send_keys("echo typed-as-text")
+    await session.send_and_wait("enter", 2, adaptive=True)      # tmux's lookup ignores case
+    await session.send_and_wait("Enter\n", 2, adaptive=True)    # a trailing newline: text
+    await session.send_and_wait("echo 0x41", 0.2, adaptive=False)
+    await session.send_and_wait("0x41", 0.2, adaptive=False)     # tmux's hex key: `A`
+    await session.send_and_wait("^M", 2, adaptive=True)          # C-m: Enter
     out = await session.read_new()
-    assert "a;b 3" in out
+    assert "\ntyped-as-text\n" in out and "Enter: command not found" in out
+    assert "\n0x41A\n" in out
+
+
+async def test_tmux_agent_shell_starts_as_the_reference_without_harness_environment(session):
+    await session.send_and_wait("echo level=$SHLVL; env | grep -c RSR_CHANNEL\n", 3,
+                                adaptive=True)
+    out = await session.read_new()
+    assert "\nlevel=1\n0\n" in out
 
 
 async def test_tmux_read_new_returns_only_output_since_last_read(session):

@@ -9,14 +9,7 @@ from rsr.harness.context import ContextOverflowError, is_overflow_error
 from rsr.harness.protocol import Command, StateMReply
 from rsr.harness.statem import StateMHarness, Workflow
 from rsr.harness.terminus2 import Terminus2Config
-from rsr.harness.tmux import escape_literal, is_key_name
-
-
-def test_tmux_key_names_are_recognised_only_as_whole_strings():
-    assert is_key_name("C-c") and is_key_name("Escape") and is_key_name(" Enter ")
-    assert is_key_name("M-x") and is_key_name("F5")
-    assert not is_key_name("ls -la\n") and not is_key_name("Enter the room")
-    assert not is_key_name("")
+from rsr.harness.tmux import escape_literal
 
 
 def test_tmux_escapes_a_trailing_semicolon():

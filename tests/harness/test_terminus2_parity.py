@@ -15,6 +15,7 @@ otherwise need a download), so the small-context scenario summarises at the same
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,16 @@ from typing import Any
 import pytest
 from harbor_ref import harbor_home, harbor_site_packages
 from loopback_openai import LoopbackOpenAI
-from parity import Scenario, Variant, first_difference, renamed, run_rsr, start_harbor
+from parity import (
+    TEST_TASKS,
+    Scenario,
+    Variant,
+    first_difference,
+    renamed,
+    run_rsr,
+    start_harbor,
+    start_harbor_oracle,
+)
 from parity_scenarios import SCENARIOS, XML_SCENARIOS
 
 from rsr.harness.prompts.pack import prompt_pack
@@ -30,6 +40,8 @@ from rsr.harness.prompts.pack import prompt_pack
 pytestmark = pytest.mark.docker
 
 ALL = SCENARIOS + XML_SCENARIOS
+# Tasks using features beyond the core suite's (skills), run by both runners' oracles too.
+ORACLE_TASKS = [TEST_TASKS / "skills-report"]
 VARIANTS = {
     "rsr": Variant({"prompts": "harbor"}),
     "rsr-words": Variant({"prompts": "rsr"}),
@@ -59,12 +71,16 @@ def parity(tmp_path_factory: pytest.TempPathFactory) -> ParityRun:
         with LoopbackOpenAI({s.name: s.turns for s in copies}) as server:
             # Both sides at once (each conversation has its own tag): Harbor in the background.
             jobs = start_harbor(venv, ALL, server, work)
+            oracle_jobs = start_harbor_oracle(venv, ORACLE_TASKS, work)
             try:
-                samples = run_rsr(ALL, server, work, VARIANTS)
+                samples = run_rsr(ALL, server, work, VARIANTS, oracle_tasks=ORACLE_TASKS)
             except BaseException:
                 jobs.kill()
+                oracle_jobs.kill()
                 raise
             harbor = jobs.wait()
+            harbor.update({f"{name}.oracle": trial
+                           for name, trial in oracle_jobs.wait().items()})
             requests = {name: rec.requests for name, rec in server.recordings.items()}
             assert not server.unrouted, f"requests without a scenario tag: {server.unrouted[:1]}"
     finally:
@@ -139,7 +155,7 @@ def test_terminus2_fixes_show_what_the_quirks_hide_and_are_logged(parity: Parity
         assert "\n1\n2\n" in text and f"\n{last}\n" in text and "interior bytes omitted" in text
     settings = parity.samples["long-output.rsr-fixed"].store["rsr_harness"]
     assert settings["parity_mode"] is False
-    assert settings["fixes"] == ["history-limit", "new-output", "cap-once", "keys"]
+    assert settings["fixes"] == ["history-limit", "new-output", "cap-once", "keys", "parse-flag"]
 
 
 def test_terminus2_parity_summarises_with_harbor_handoff_structure(parity: ParityRun):
@@ -248,3 +264,46 @@ def test_terminus2_parity_drops_earlier_reasoning_unless_kept(parity: ParityRun)
     assert any(isinstance(c, ContentReasoning) for c in logged.content)
     kept = parity.requests["reasoning.rsr-keep"][1]["messages"][1]
     assert kept.get("reasoning_content") == "private chain of thought"
+
+
+def _first_prompt(run: ParityRun, name: str) -> str:
+    return str(run.requests[name][0]["messages"][0]["content"])
+
+
+def test_terminus2_parity_scenarios_show_the_behaviour_they_are_named_for(parity: ParityRun):
+    for suffix in ("", ".rsr"):
+        texts = _user_texts(parity.requests[f"key-names{suffix}"])
+        # `enter`, `C-m`, `^M`, `bspace` are keys to tmux, `0x41` is `A`, `KP1` is `1`;
+        # `Enter\n` is typed as text and ` Enter ` too (then erased with C-u).
+        assert "\none\n" in texts[1] and "# Enter\nbash: Enter: command not found" in texts[1]
+        assert "\ntwo\n" in texts[1] and "\nthree\n" in texts[1] and "\n0x41A\n" in texts[1]
+        plain, confirm = _user_texts(parity.requests[f"output-cap{suffix}"])[2:4]
+        # Capped twice: the second cut leaves out only the first cut's marker and its edges.
+        assert re.search(r"; \d{2} interior bytes omitted", plain), plain[4900:5200]
+        assert re.search(r"; \d{4} interior bytes omitted", confirm)  # capped once
+        error = _user_texts(parity.requests[f"error-in-warning{suffix}"])[1]
+        assert error.startswith("Previous response had parsing errors:\nWARNINGS:")
+        assert "Hello" not in error  # nothing ran
+        shell = _user_texts(parity.requests[f"shell-env{suffix}"])[1]
+        assert "\nlevel=1\n" in shell and "RSR" not in shell
+        assistant = [m["content"] for m in parity.requests[f"think-tags{suffix}"][3]["messages"]
+                     if m["role"] == "assistant"]
+        assert assistant[0].startswith("\n\n{") and assistant[1].endswith("</think>")
+        assert assistant[2].startswith("  <think>indented</think>{")
+        assert "- search: streamable-http transport, url: http://127.0.0.1:8765/mcp\n" in \
+            _first_prompt(parity, f"mcp-servers{suffix}")
+        skills = _first_prompt(parity, f"skills{suffix}")
+        assert skills.count("<skill>") == 2 and "&amp; check them &lt;fast&gt;" in skills
+        assert "<location>/skills/hello-file/SKILL.md</location>" in skills
+
+
+@pytest.mark.parametrize("task", [t.name for t in ORACLE_TASKS])
+def test_terminus2_parity_feature_tasks_score_the_same_under_both_oracles(parity: ParityRun,
+                                                                          task: str):
+    trial = parity.harbor.get(f"{task}.oracle")
+    assert trial is not None, f"Harbor's oracle produced no trial for {task}"
+    harbor = ((trial["result"].get("verifier_result") or {}).get("rewards") or {}).get("reward")
+    sample = parity.samples[f"{task}.oracle"]
+    assert sample.error is None and sample.scores, f"rsr oracle on {task}: {sample.error}"
+    rsr = next(iter(sample.scores.values())).value["reward"]
+    assert harbor == rsr == 1.0, f"{task}: Harbor's oracle {harbor}, rsr's {rsr}"

@@ -525,9 +525,7 @@ def test_lint_reports_no_harbor_difference_for_these_tasks(parity: dict[str, Any
     for name in parity["names"]:
         task = load_task(parity["root"] / name)
         found = task.harbor_differences() + compose_differences(task)
-        # The MCP servers run as in Harbor; naming them to the model is Terminus 2's (issue 20's
-        # harness half), which lint still reports until that lands.
-        assert [d for d in found if not (name == "mcp" and d.startswith("environment.mcp_servers"))] == [], name
+        assert found == [], (name, found)
 
 
 def test_lint_predicts_where_rsr_still_differs_from_harbor(parity: dict[str, Any],

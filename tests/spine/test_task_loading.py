@@ -380,11 +380,15 @@ def test_load_task_models_tb1_scoring_fields(tmp_path: Path) -> None:
 
 def test_lint_shows_network_policy_and_harbor_differences(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     harbor_task(tmp_path, "online", toml='[environment]\ncpus = 1\nmemory_mb = 512\n')
-    harbor_task(tmp_path, "sidecar", toml='[environment]\ncpus = 1\nmemory_mb = 512\nskills_dir = "/skills"\n')
+    harbor_task(tmp_path, "sidecar", toml='[environment]\ncpus = 1\nmemory_mb = 512\nskills_dir = "/skills"\n'
+                '[agent]\nnetwork_mode = "public"\n')
     assert main(["tasks", "lint", "--json", str(tmp_path)]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["online"]["network"] == "internet" and rows["online"]["harbor_differences"] == []
-    assert any("skills_dir" in x for x in rows["sidecar"]["harbor_differences"])
+    # Skills run as under Harbor (listed in the first prompt): no line; the phase network does differ.
+    differences = rows["sidecar"]["harbor_differences"]
+    assert not any("skills_dir" in x for x in differences)
+    assert any("[agent]/[verifier] network_mode" in x for x in differences)
     assert main(["tasks", "lint", "--network", "none", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "net:none" in out and "net:internet" not in out and "differs from Harbor" in out

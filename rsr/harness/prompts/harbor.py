@@ -162,6 +162,11 @@ LOCATORS: dict[str, Locator] = {
     "output_limited": Locator(_T2, "Terminus2._limit_output_length", 8, (
         ("first_portion", "head"), ("max_bytes", "max_bytes"),
         ("omitted_bytes", "omitted"), ("last_portion", "tail"))),
+    "mcp_servers": Locator(_T2, "Terminus2.run", 1),
+    "mcp_stdio": Locator(_T2, "Terminus2.run", 4, (
+        ("s.name", "name"), ("s.command", "command"), ("args_str", "args"))),
+    "mcp_url": Locator(_T2, "Terminus2.run", 5, (
+        ("s.name", "name"), ("s.transport", "transport"), ("s.url", "url"))),
     "confirm_json": Locator(_T2, "Terminus2._get_completion_confirmation_message", 1,
                             (("terminal_output", "terminal_state"),)),
     "confirm_xml": Locator(_T2, "Terminus2._get_completion_confirmation_message", 3,

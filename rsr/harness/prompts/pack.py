@@ -26,7 +26,7 @@ from pathlib import Path
 
 from rsr.errors import RsrError
 
-RSR_PACK = "rsr-v2"
+RSR_PACK = "rsr-v3"
 
 # Long templates: one file each. Placeholders in parentheses.
 FILE_KEYS: dict[str, tuple[str, ...]] = {
@@ -43,6 +43,10 @@ MESSAGE_KEYS: dict[str, tuple[str, ...]] = {
     "screen": ("screen",),
     "new_output": ("output",),
     "output_limited": ("head", "max_bytes", "omitted", "tail"),
+    # the first prompt: the task's MCP servers, appended to the instruction
+    "mcp_servers": (),
+    "mcp_stdio": ("name", "command", "args"),
+    "mcp_url": ("name", "transport", "url"),
     # the loop
     "confirm_json": ("terminal_state",),
     "confirm_xml": ("terminal_state",),
