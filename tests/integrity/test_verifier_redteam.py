@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from attack_scripts import ORACLE, run_attacks
-from redteam_scripts import REDTEAM, REDTEAM_CONTROLS, RedTeam
+from redteam_scripts import BROKEN_CONTROLS, REDTEAM, REDTEAM_CONTROLS, RedTeam
 
 pytestmark = pytest.mark.docker
 
@@ -33,7 +33,12 @@ def verdict(sample: Any) -> tuple[dict[str, float], dict[str, Any]]:
     return score.value, score.metadata or {}
 
 
-@pytest.mark.parametrize("task", REDTEAM_CONTROLS)
+def controls() -> list[Any]:
+    return [pytest.param(t, marks=pytest.mark.xfail(strict=True, reason=BROKEN_CONTROLS[t]))
+            if t in BROKEN_CONTROLS else t for t in REDTEAM_CONTROLS]
+
+
+@pytest.mark.parametrize("task", controls())
 def test_honest_control_passes_beside_the_red_team(attacked: dict[str, Any], task: str) -> None:
     value, meta = verdict(attacked[f"{task}@{ORACLE}"])
     assert value["passed"] == 1, meta
@@ -51,3 +56,14 @@ def test_verifier_rejects_red_team_family(attacked: dict[str, Any], name: str) -
     assert sample.error is None, context
     assert (meta.get("integrity") or {}).get("mode") == "strict", context
     assert value["passed"] == 0 and value["reward"] == 0, context
+    integrity = meta["integrity"]
+    if attack.defence == "dropped":
+        # the allowlist never let it reach the checker, and says so
+        assert integrity["trust"] == "deliverables", context
+        assert any(attack.path in d for d in integrity["dropped"]), context
+    elif attack.defence == "exit status":
+        assert meta["error"] in ("nonzero_exit", "tampered"), context
+    elif attack.defence == "reward reader":
+        assert meta["error"] == "malformed_reward", context
+    elif attack.defence in ("seccomp", "read-only /tests"):
+        assert integrity["hardened"], context
