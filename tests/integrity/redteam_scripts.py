@@ -346,6 +346,8 @@ GAPS = {
                                "/app/rq, as the same user",
     "symlink-to-reference-binary": "until i22-tasks: the checker execs /app/rq without refusing a symlink out of "
                                    "the deliverable, and its reference is executable by the deliverable's user",
+    "repo-config-fsmonitor": "until i22-tasks: the checker runs `git status` as root with the configuration of "
+                             "the agent's repository (core.fsmonitor runs the agent's hook)",
     "imported-deliverable-exit-hook": "until i22-tasks: the checker imports /app/pager.py into its own process",
     "allowed-path-run-by-checker": "until i22-tasks: the checker runs /usr/local/bin/backup.sh (an allow_changes "
                                    "path) as root",
