@@ -65,5 +65,7 @@ def test_verifier_rejects_red_team_family(attacked: dict[str, Any], name: str) -
         assert meta["error"] in ("nonzero_exit", "tampered"), context
     elif attack.defence == "reward reader":
         assert meta["error"] == "malformed_reward", context
+    elif attack.defence == "storage limit":
+        assert meta["error"] == "storage_exceeded", context
     elif attack.defence in ("seccomp", "read-only /tests"):
         assert integrity["hardened"], context
