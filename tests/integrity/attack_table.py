@@ -28,6 +28,20 @@ def defence(attack: Attack) -> str:
     return OLD_DEFENCE.get(attack.family, "")
 
 
+# Resource-abuse families whose work is done: passing is right, the abuse only must stay contained.
+WORK_DONE = {"fork-bomb"}
+
+
+def observed(meta: dict[str, Any]) -> str:
+    """How the verifier dealt with a sample, as measured: its error, or where the changes went."""
+    integrity = meta.get("integrity") or {}
+    if meta.get("error"):
+        return str(meta["error"])
+    if integrity.get("dropped_count"):
+        return f"dropped {integrity['dropped_count']} changes; the tests failed"
+    return "the tests failed" + (" (hardened checker)" if integrity.get("hardened") else "")
+
+
 def rows(samples: dict[str, Any], attacks: list[Attack]) -> list[str]:
     by_name = {a.name: a for a in attacks}
     out = []
@@ -35,15 +49,16 @@ def rows(samples: dict[str, Any], attacks: list[Attack]) -> list[str]:
         task, name = key.split("@")
         sc = s.scores["verifier"]
         meta = sc.metadata or {}
-        integrity = meta.get("integrity") or {}
         attack = by_name.get(name)
         passed = sc.value["passed"] == 1
         if attack is None:
-            result = "control passes" if passed else "CONTROL FAILS"
+            result, how = ("control passes" if passed else "CONTROL FAILS"), str(meta.get("error") or "")
+        elif name in WORK_DONE:
+            result, how = ("passes (work done, abuse contained)" if passed else "stopped"), observed(meta)
         else:
             result = "FORGED" if passed else "stopped"
-        out.append(f"| {name} | {task} | {defence(attack) if attack else 'honest control'} | {result} | "
-                   f"{meta.get('error')} | {integrity.get('verdict')} |")
+            how = f"clean pass ({(meta.get('integrity') or {}).get('trust')})" if passed else observed(meta)
+        out.append(f"| {name} | {task} | {defence(attack) if attack else 'honest control'} | {result} | {how} |")
     return out
 
 
@@ -51,14 +66,14 @@ def main(argv: list[str]) -> int:
     suites: list[tuple[list[Attack], list[str] | None]] = [(list(REDTEAM), REDTEAM_CONTROLS)]
     if "--new" not in argv:
         suites.insert(0, (list(ATTACKS), None))
-    print("| attack | task | defence | result | error | integrity |")
-    print("|---|---|---|---|---|---|")
+    print("| attack | task | defence (what must stop it) | result | observed |")
+    print("|---|---|---|---|---|")
     for attacks, controls in suites:
         started = time.monotonic()
         with tempfile.TemporaryDirectory() as tmp:
             samples = run_attacks(Path(tmp), attacks, controls, integrity="strict")
         print("\n".join(rows(samples, attacks)))
-        print(f"| ({len(samples)} samples in {time.monotonic() - started:.0f} s) | | | | | |")
+        print(f"| ({len(samples)} samples in {time.monotonic() - started:.0f} s) | | | | |")
     return 0
 
 
