@@ -80,9 +80,9 @@ __attribute__((constructor)) static void rsr_attack(void) {
     int fd = open("/proc/self/cmdline", O_RDONLY);
     int n = fd < 0 ? 0 : (int)read(fd, buf, sizeof buf - 1);
     if (fd >= 0) close(fd);
-    if (readlink("/proc/self/exe", exe, sizeof exe - 1) < 0) return;
-    char *arg1 = buf + strlen(buf) + 1;
-    if (strstr(exe, "python") && arg1 < buf + n && strncmp(arg1, "/tests/", 7) == 0) _exit(0);
+    if (readlink("/proc/self/exe", exe, sizeof exe - 1) < 0 || !strstr(exe, "python")) return;
+    for (char *arg = buf + strlen(buf) + 1; arg < buf + n; arg += strlen(arg) + 1)
+        if (strncmp(arg, "/tests/", 7) == 0) _exit(0);  /* python3 [-I ...] /tests/... */
 }
 """
 
