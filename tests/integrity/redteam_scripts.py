@@ -405,9 +405,12 @@ REDTEAM: list[RedTeam] = [replace(a, path=DROPPED_EVIDENCE.get(a.name), known_li
 
 # Honest controls run in the same eval: the oracle on every attacked task, and a deliverable
 # that is a server the agent leaves running (checked in snapshot isolation).
-# range-query-engine's oracle is left to the original suite: its 5-second timed cases fail on a
-# loaded 2-core machine, which says nothing about integrity.
-REDTEAM_CONTROLS = sorted(({a.task for a in REDTEAM} - {"range-query-engine"}) | {"http-service"})
+# The oracles of checkers bound by time are left to the core suite: range-query-engine's 5-second
+# cases and json-patch-tool's 120-second run of a few hundred interpreters fail on a 2-core
+# machine shared with other work (load average 30+), which says nothing about integrity. The same
+# limits make the reference families on them read as stopped (XPASS) under such load.
+TIMED = {"range-query-engine", "json-patch-tool"}
+REDTEAM_CONTROLS = sorted(({a.task for a in REDTEAM} - TIMED) | {"http-service"})
 
 # Oracles the allowlist fails while their deliverable, system state outside the workdir, is not
 # declared in `[verifier] allow_changes` (the task rewrite declares it).
