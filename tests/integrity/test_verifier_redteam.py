@@ -5,6 +5,7 @@ eval (one sandbox per sample, the task images shared)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -26,6 +27,10 @@ def params() -> list[Any]:
 @pytest.fixture(scope="module")
 def attacked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return run_attacks(tmp_path_factory.mktemp("redteam"), REDTEAM, REDTEAM_CONTROLS, integrity="strict")
+
+
+def timed_out(meta: dict[str, Any], explanation: str | None) -> bool:
+    return meta.get("error") == "verifier_timeout" or bool(re.search(r"exceeded \d+ ?s\b", explanation or ""))
 
 
 def verdict(sample: Any) -> tuple[dict[str, float], dict[str, Any]]:
@@ -55,6 +60,9 @@ def test_verifier_rejects_red_team_family(attacked: dict[str, Any], name: str) -
                f"{sample.metadata.get('attack_output')}")
     assert sample.error is None, context
     assert (meta.get("integrity") or {}).get("mode") == "strict", context
+    if attack.known_limit and value["passed"] == 0 and timed_out(meta, sample.scores["verifier"].explanation):
+        # a known gap measured on a checker bound by time: its limit, not a defence, failed it
+        pytest.skip(f"inconclusive: the checker's time limit failed first ({attack.id})")
     assert value["passed"] == 0 and value["reward"] == 0, context
     integrity = meta["integrity"]
     if attack.defence == "dropped":
