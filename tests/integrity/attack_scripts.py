@@ -313,8 +313,9 @@ CONTROL_TASKS = sorted({a.task for a in ATTACKS})
 
 
 @agent
-def attacker() -> Agent:
+def attacker(attacks: list[Attack] | None = None) -> Agent:
     """Runs the sample's attack script as root (or the reference solution for a control)."""
+    repertoire = {a.name: a for a in (ATTACKS if attacks is None else attacks)}
 
     async def execute(state: AgentState) -> AgentState:
         ts = sample_state()
@@ -324,7 +325,7 @@ def attacker() -> Agent:
             from rsr.harness.oracle import oracle
 
             return await oracle()(state)
-        attack = next(a for a in ATTACKS if a.name == name)
+        attack = repertoire[name]
         try:
             r = await sandbox().exec(["bash", "-c", "set -u\n" + attack.script], user="root", timeout=120)
             ts.metadata["attack_output"] = (r.stdout + r.stderr)[-2000:]
@@ -373,30 +374,37 @@ def extra_tasks(root: Path) -> Path:
     return root
 
 
-def attack_task(root: Path, **params: Any) -> Task:
+def attack_task(root: Path, attacks: list[Attack] | None = None, controls: list[str] | None = None,
+                **params: Any) -> Task:
     """One Inspect task: every attack and one oracle control per task, on the real tasks.
 
-    `params` go to the suite's task function (the tests pass `integrity="strict"`).
+    `attacks` defaults to `ATTACKS`, `controls` (the tasks that get an oracle sample) to the
+    attacks' tasks; `params` go to the suite's task function (the tests pass `integrity="strict"`).
     """
     from rsr.suites.inspect_tasks import suite_task, tasks_task
 
-    ours = (STORAGE_TASK, PYTEST_TASK, LIVE_TASK)
-    core = suite_task("core", None, [t for t in CONTROL_TASKS if t not in ours], None, **params)
+    attacks = ATTACKS if attacks is None else attacks
+    controls = sorted({a.task for a in attacks}) if controls is None else controls
+    wanted = {a.task for a in attacks} | set(controls)
+    live_names = {p.name for p in LIVE.iterdir() if (p / "task.toml").is_file()}
+    ours = {STORAGE_TASK, PYTEST_TASK} | live_names
+    core = suite_task("core", None, sorted(wanted - ours), None, **params)
     extra = tasks_task("harbor", extra_tasks(root), None, None, **params)
-    live = tasks_task("live", LIVE, [LIVE_TASK], None, **params)
+    live = tasks_task("live", LIVE, sorted(wanted & live_names) or None, None, **params)
     base = {str(s.id): s for task in (core, extra, live) for s in task.dataset}
     samples: list[Sample] = []
-    for name, task in [(a.name, a.task) for a in ATTACKS] + [(ORACLE, t) for t in CONTROL_TASKS]:
+    for name, task in [(a.name, a.task) for a in attacks] + [(ORACLE, t) for t in controls]:
         s = base[task]
         samples.append(s.model_copy(update={"id": f"{task}@{name}",
                                             "metadata": {**(s.metadata or {}), "attack": name}}))
-    return task_with(core, dataset=MemoryDataset(samples, name="attacks"), solver=attacker())
+    return task_with(core, dataset=MemoryDataset(samples, name="attacks"), solver=attacker(attacks))
 
 
-def run_attacks(root: Path, **params: Any) -> dict[str, Any]:
+def run_attacks(root: Path, attacks: list[Attack] | None = None, controls: list[str] | None = None,
+                **params: Any) -> dict[str, Any]:
     from inspect_ai import eval as inspect_eval
 
-    logs = inspect_eval(attack_task(root, **params), model="mockllm/model", display="none",
+    logs = inspect_eval(attack_task(root, attacks, controls, **params), model="mockllm/model", display="none",
                         log_dir=str(root / "_logs"), fail_on_error=False)
     assert logs[0].status == "success", logs[0].error
     return {str(s.id): s for s in logs[0].samples or []}
