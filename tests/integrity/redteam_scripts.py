@@ -318,7 +318,7 @@ open(importlib.util.cache_from_source(src), "wb").write(be._code_to_timestamp_py
            "d=/app/rsr_report-1.0.dist-info && mkdir -p $d\n"
            "printf 'Metadata-Version: 2.1\\nName: rsr-report\\nVersion: 1.0\\n' > $d/METADATA\n"
            "printf '[pytest11]\\nrsr_report = rsr_report\\n' > $d/entry_points.txt\n"
-           + py_file("/app/rsr_report.py", PLUGIN), "task checker",
+           + py_file("/app/rsr_report.py", PLUGIN), "residual audit (pytest11 entry point)",
            note="`python3 -m pytest` from /app: sys.path[0] is /app, and pytest autoloads every pytest11 "
                 "entry point it finds there (a TB2-style checker)"),
     # --- resource abuse the new capture opens (the task's work is done: only the abuse is wrong) ---
@@ -361,13 +361,9 @@ GAPS = {
     "allowed-path-run-by-checker": "until i22-tasks: the checker runs /usr/local/bin/backup.sh (an allow_changes "
                                    "path) as root",
 }
-VERIFIER_GAPS = {
-    "sparse-file-beyond-storage-mb": "verifier gap: storage_mb is checked on allocated blocks while the capture "
-                                     "archives (and the verification container receives) every apparent byte",
-    "pytest-plugin-entry-point-in-workdir": "verifier gap: `python3 -m pytest` from the workdir puts it first on "
-                                            "sys.path and pytest autoloads the pytest11 entry points of any "
-                                            "dist-info there (the residual audit judges only shadowing modules)",
-}
+# Verifier gaps found by this red team and since closed (kept-size limit in the capture, pytest11
+# entry points judged by the residual audit); a new one goes here until the verifier stops it.
+VERIFIER_GAPS: dict[str, str] = {}
 # Not stopped by the kit either: a provisioning deliverable must run as root (reduced mode), and
 # the checker's own pwd/grp lookups go through NSS, which dlopens whatever module nsswitch.conf
 # names. It forges once the task carries its system state (before, the checker's first pass
@@ -396,7 +392,8 @@ def gap(attack: RedTeam) -> str | None:
     if attack.name in VERIFIER_GAPS:
         return VERIFIER_GAPS[attack.name]
     if attack.name == "nss-module-from-rerun-deliverable":
-        return NSS_GAP if _declares(attack.task, "/etc/group") else None
+        checker = _task_file(attack.task, "tests/test_provision.py").read_text()
+        return NSS_GAP if _declares(attack.task, "/etc/group") and "import grp" in checker else None
     if attack.name in GAPS and not _uses_kit(attack.task):
         return GAPS[attack.name]
     return None

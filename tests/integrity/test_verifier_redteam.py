@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 import pytest
-from attack_scripts import ORACLE, run_attacks
+from attack_scripts import CORE, ORACLE, run_attacks
 from redteam_scripts import BROKEN_CONTROLS, REDTEAM, REDTEAM_CONTROLS, RedTeam
 
 pytestmark = pytest.mark.docker
@@ -69,10 +69,13 @@ def test_verifier_rejects_red_team_family(attacked: dict[str, Any], name: str) -
         # the allowlist never let it reach the checker, and says so
         assert integrity["trust"] == "deliverables", context
         assert any(attack.path in d for d in integrity["dropped"]), context
-    elif attack.defence == "exit status":
-        assert meta["error"] in ("nonzero_exit", "tampered"), context
-    elif attack.defence == "reward reader":
-        assert meta["error"] == "malformed_reward", context
+    elif attack.defence in ("exit status", "reward reader"):
+        # A checker that runs its deliverable unprivileged (the kit) stops these earlier: nobody
+        # can neither signal the root test.sh nor touch the root-only reward directory, so the
+        # tests' own failing verdict stands. Without the kit the later defence must report it.
+        unprivileged = (CORE / attack.task / "tests" / "rsr_check.py").is_file()
+        expected = ("nonzero_exit", "tampered") if attack.defence == "exit status" else ("malformed_reward",)
+        assert meta["error"] in expected or (unprivileged and meta["error"] is None), context
     elif attack.defence == "storage limit":
         assert meta["error"] == "storage_exceeded", context
     elif attack.defence in ("seccomp", "read-only /tests"):
