@@ -115,7 +115,8 @@ def build(
 
     cfg = load_board(board)
     entries = load_entries(cfg.entries_dir)
-    page = build_site(entries, out, title=cfg.config.title, k=cfg.config.k)
+    page = build_site(entries, out, title=cfg.config.title, k=cfg.config.k,
+                      test_board=cfg.config.test_board, board_root=cfg.root)
     console = Console()
     console.print(f"wrote {page} ({len(entries)} entries)")
     if readme:
