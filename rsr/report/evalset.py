@@ -153,7 +153,8 @@ def run_eval_set(
 
     tasks = []
     for suite in spec.suites:
-        args = {**suite.args, **(task_args or {})}
+        # Leaderboard and Table 5 runs keep evidence bundles unless a spec or -T says otherwise.
+        args = {"evidence": True, **suite.args, **(task_args or {})}
         try:
             tasks.append(registry_create("task", suite.task, **args))
         except RsrError as e:

@@ -76,7 +76,7 @@ TB2_SUITES = {"tb2", "tb2_1"}
 SELECTION_ARGS = {"path", "tasks", "exclude"}
 # Where and how the samples ran, not what counts as a pass (the verdict's integrity metadata and
 # the task metadata record them); `unpinned` is checked on its own.
-RUN_ARGS = {"network", "sandbox", "images", "unpinned"}
+RUN_ARGS = {"network", "sandbox", "images", "unpinned", "evidence"}
 # `-T integrity=...` chooses how hard the verifier audits, never what is measured.
 INTEGRITY_ARG = "integrity"
 INTEGRITY_MODES = ("auto", "strict", "warn")
