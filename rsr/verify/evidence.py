@@ -143,11 +143,14 @@ class ChangesEvidence(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    archive: str = Field(description="digest of the tar of kept files (absolute paths without the leading /)")
+    archive: str = Field(description="digest of the tar of kept files (paths without the leading /)")
     archive_bytes: int
-    deleted: list[str] = Field(default_factory=list, description="kept deletions")
-    dropped: list[str] = Field(default_factory=list, description="changes outside the deliverables, 'path: why'")
-    roots: list[str] = Field(default_factory=list, description="the deliverable roots")
+    changes: str = Field(description="digest of the rsr.verify.deliverables.Changes record (plan, kept, "
+                         "deleted, added, directories, dropped, the agent container's configuration)")
+    trust: str = Field(description="what reached the checker (deliverables, audited, harbor)")
+    kept: int = 0
+    deleted: int = 0
+    dropped: int = 0
 
 
 class ImageEvidence(BaseModel):
@@ -180,6 +183,8 @@ class VerifierOutputs(BaseModel):
     returncode: int | None = None
     error: str | None = None
     score: dict[str, float]
+    metrics: dict[str, float] = Field(default_factory=dict)
+    milestones: dict[str, float] = Field(default_factory=dict)
     integrity: dict[str, Any] | None = None
 
 
@@ -200,7 +205,7 @@ class SampleEvidence(BaseModel):
     def blobs(self) -> list[str]:
         files = [d for d in self.outputs.reward_files.values() if d]
         # The tests are named by digest only: a bundle is published, the hidden tests are not.
-        return [self.changes.archive, *files]
+        return [self.changes.archive, self.changes.changes, *files]
 
 
 class ManifestSample(BaseModel):

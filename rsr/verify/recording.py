@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 from typing import Any
 
@@ -17,7 +18,10 @@ from rsr.verify.evidence import (
     VerifierOutputs,
 )
 
-__all__ = ["keep_evidence", "tests_digest"]
+__all__ = ["CHANGES_EXCLUDE", "keep_evidence", "tests_digest"]
+
+# A Changes record's host-side archive path means nothing once it is in a bundle.
+CHANGES_EXCLUDE = {"archive_path"}
 
 
 def tests_digest(task: LoadedTask) -> str:
@@ -39,32 +43,41 @@ def _image(image: str) -> ImageEvidence:
                          layers=list((info.get("RootFS") or {}).get("Layers") or []))
 
 
-def _record(task: LoadedTask, result: Any, mode: str, store: BlobStore) -> str:
+def _record(task: LoadedTask, result: Any, mode: str, store: BlobStore,
+            reward_files: dict[str, bytes | None]) -> str:
     from rsr import __version__ as rsr_version
 
     changes = result.evidence
     cfg = task.config.verifier
-    files = getattr(result, "reward_files", None) or {}
+    described = json.dumps(changes.model_dump(mode="json", exclude=CHANGES_EXCLUDE), sort_keys=True,
+                           separators=(",", ":")).encode()
     record = SampleEvidence(
         task_name=task.name, task_digest=task.digest, image=_image(changes.image),
-        changes=ChangesEvidence(archive=store.put(changes.archive), archive_bytes=len(changes.archive),
-                                deleted=list(changes.deleted), dropped=list(changes.dropped),
-                                roots=list(changes.roots)),
+        changes=ChangesEvidence(archive=store.put(changes.read_archive()), archive_bytes=changes.archive_bytes,
+                                changes=store.put(described), trust=changes.plan.trust, kept=len(changes.kept),
+                                deleted=len(changes.deleted), dropped=len(changes.dropped)),
         # The env as task.toml writes it: expanding ${VAR} here would copy host values into a
         # bundle that is meant to be published.
         inputs=VerifierInputs(tests=tests_digest(task), command=["/bin/bash", "-c", task.test_command()],
                               env=dict(cfg.env), user=cfg.user, workdir=task.workdir,
                               timeout_sec=cfg.timeout_sec, integrity=mode),
         outputs=VerifierOutputs(
-            reward_files={name: (store.put(data) if data is not None else None) for name, data in files.items()},
+            reward_files={name: (store.put(data) if data is not None else None) for name, data in reward_files.items()},
             returncode=result.returncode, error=result.error, score=result.score_value(),
+            metrics=result.metrics, milestones=result.milestones,
             integrity=result.integrity.model_dump(mode="json") if result.integrity else None),
         verifier=rsr_version)
     return store.put_model(record)
 
 
-async def keep_evidence(task: LoadedTask, result: Any, mode: str, store: BlobStore) -> str | None:
-    """Store the sample's bundle; its record's digest (None: the verifier captured no changes)."""
-    if getattr(result, "evidence", None) is None:
+async def keep_evidence(task: LoadedTask, result: Any, mode: str, store: BlobStore,
+                        reward_files: dict[str, bytes | None] | None = None) -> str | None:
+    """Store the sample's bundle and discard the verifier's archive file; the record's digest
+    (None: the verifier captured no changes, e.g. a live or separate verifier)."""
+    changes = getattr(result, "evidence", None)
+    if changes is None:
         return None
-    return await asyncio.to_thread(_record, task, result, mode, store)
+    try:
+        return await asyncio.to_thread(_record, task, result, mode, store, reward_files or {})
+    finally:
+        changes.discard()

@@ -43,6 +43,18 @@ def _log_store() -> BlobStore | None:
     return BlobStore(Path(location).resolve().parent / EVIDENCE_DIR)
 
 
+def _reward_files_read() -> dict[str, bytes | None]:
+    """The reward files as the verifier read them (its transcript record, rsr.verify.verifier)."""
+    from inspect_ai.log import transcript
+
+    for event in reversed(transcript().events):
+        data = getattr(event, "data", None)
+        if event.event == "info" and getattr(event, "source", None) == "rsr/verifier" and isinstance(data, dict):
+            files = data.get("reward_files") or {}
+            return {k: (v.encode() if isinstance(v, str) else None) for k, v in files.items()}
+    return {}
+
+
 async def _regrade_finished(state: TaskState, task: LoadedTask) -> VerifierResult:
     """A finished log has no sandbox: the verdict can only come from the sample's bundle."""
     kept = state.store.get(STORE_KEY) if state.store is not None else None
@@ -94,13 +106,14 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
             return _score(await _regrade_finished(state, task), task,
                           {"record": kept["record"], "regraded": True} if kept else None)
         mode = state.metadata.get("integrity_policy") or integrity
-        result = await verify(task, integrity=mode)
-        evidence = None
         store = _log_store() if state.metadata.get("evidence") else None
+        result = await verify(task, integrity=mode, keep_evidence=store is not None)
+        evidence = None
         if store is not None:
             from rsr.verify.recording import keep_evidence
 
-            record = await keep_evidence(task, result, result.integrity.mode if result.integrity else mode, store)
+            record = await keep_evidence(task, result, result.integrity.mode if result.integrity else mode, store,
+                                         _reward_files_read())
             if record is not None:
                 evidence = {"record": record}
                 state.store.set(STORE_KEY, {"record": record, "store": str(store.root)})
