@@ -202,10 +202,14 @@ class SampleEvidence(BaseModel):
     outputs: VerifierOutputs
     verifier: str = Field(description="rsr version whose verifier produced the verdict")
 
+    def named_blobs(self) -> list[tuple[str, str]]:
+        """(what, digest) of every blob the record names. The tests are named by digest only: a
+        bundle is published, the hidden tests are not."""
+        files = [(f"reward file {name}", d) for name, d in sorted(self.outputs.reward_files.items()) if d]
+        return [("kept-changes archive", self.changes.archive), ("changes record", self.changes.changes), *files]
+
     def blobs(self) -> list[str]:
-        files = [d for d in self.outputs.reward_files.values() if d]
-        # The tests are named by digest only: a bundle is published, the hidden tests are not.
-        return [self.changes.archive, self.changes.changes, *files]
+        return [d for _, d in self.named_blobs()]
 
 
 class ManifestSample(BaseModel):

@@ -191,8 +191,8 @@ async def _regrade_sample(sample: Any, store: BlobStore, tasks_root: Path | None
         return out
     try:
         record = store.get_model(digest, SampleEvidence, "evidence record")
-        for blob in record.blobs():
-            store.get(blob, "evidence blob")
+        for what, blob in record.named_blobs():
+            store.get(blob, what)
     except EvidenceError as e:
         out.status, out.reason = "bundle-modified", str(e)
         return out
