@@ -36,6 +36,7 @@ __all__ = [
     "MANIFESTS_DIR",
     "SCORE_KEY",
     "EvidenceError",
+    "MissingBlob",
     "BlobStore",
     "ChangesEvidence",
     "ImageEvidence",
@@ -61,6 +62,10 @@ MANIFEST_FORMAT = "rsr-evidence-manifest/1"
 
 class EvidenceError(RsrError):
     """A bundle is missing, unreadable, or does not match the digest that names it."""
+
+
+class MissingBlob(EvidenceError):
+    """A blob the log (or a record) names is not in the store."""
 
 
 def sha256_digest(data: bytes) -> str:
@@ -108,7 +113,7 @@ class BlobStore:
         try:
             data = path.read_bytes()
         except FileNotFoundError as e:
-            raise EvidenceError(f"{what} {digest} is missing from the bundle store {self.root}") from e
+            raise MissingBlob(f"{what} {digest} is missing from the bundle store {self.root}") from e
         found = sha256_digest(data)
         if found != digest:
             raise EvidenceError(f"{what} {digest} in {self.root} was modified: its content hashes to {found}")

@@ -30,6 +30,7 @@ from rsr.tasks.load import LoadedTask, load_task
 from rsr.verify.evidence import (
     BlobStore,
     EvidenceError,
+    MissingBlob,
     SampleEvidence,
     record_of,
     store_for_log,
@@ -40,7 +41,8 @@ __all__ = ["RegradeReport", "SampleRegrade", "regrade_log", "regrade_record"]
 
 SCORER = "verifier"
 TOL = 1e-9
-Status = Literal["reproduced", "differs", "no-bundle", "bundle-modified", "task-changed", "image-changed",
+Status = Literal["reproduced", "differs", "no-bundle", "bundle-missing", "bundle-modified", "task-changed",
+                 "image-changed",
                  "unsupported", "error"]
 
 
@@ -193,6 +195,9 @@ async def _regrade_sample(sample: Any, store: BlobStore, tasks_root: Path | None
         record = store.get_model(digest, SampleEvidence, "evidence record")
         for what, blob in record.named_blobs():
             store.get(blob, what)
+    except MissingBlob as e:
+        out.status, out.reason = "bundle-missing", str(e)
+        return out
     except EvidenceError as e:
         out.status, out.reason = "bundle-modified", str(e)
         return out

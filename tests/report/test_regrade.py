@@ -140,3 +140,22 @@ def test_leaderboard_add_does_record_the_regrade_and_refuses_logs_it_cannot_repr
     write_eval_log(old, str(tmp_path / "bare.eval"))
     with pytest.raises(LogValidationError, match=r"requires evidence bundles, but 1 of 1 samples have none"):
         validate_log(tmp_path / "bare.eval", load_board(board))
+
+
+def test_table5_regrade_does_mark_each_cell_with_its_verification(runs: dict[str, Path], tmp_path: Path) -> None:
+    from rsr.report.table5 import build_table5, render_markdown
+
+    honest = _copy_run(runs["oracle"], tmp_path / "honest")
+    edited = _copy_run(runs["oracle"], tmp_path / "edited")
+    blob = _archive_blob(edited)
+    blob.chmod(0o644)
+    blob.write_bytes(b"x" + blob.read_bytes()[1:])
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy2(runs["oracle"], bare / runs["oracle"].name)  # the log without its evidence folder
+    table = build_table5([honest.parent, edited.parent, bare], regrade=True)
+    assert [r.verification["core"] for r in table.runs] == ["reproduced", "not-reproduced", "no-bundle"]
+    row = next(line for line in render_markdown(table, tmp_path).splitlines() if line.startswith("| core mean"))
+    assert row.split(" | ")[2:5] == ["100.0% ± 0.0 ✓", "100.0% ± 0.0 ✗", "100.0% ± 0.0 ?"]
+    notes = " ".join(table.runs[1].notes)
+    assert "regrade reproduced 0/1 samples" in notes and "bundle-modified" in notes
