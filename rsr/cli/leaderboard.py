@@ -91,7 +91,7 @@ def add(
     runs = _validate_all(logs, board, regrade)
     cfg = load_board(board)
     entry = build_entry(runs, model_name=model_name, harness=harness, k=cfg.config.k)
-    reused = duplicate_problems(runs, load_entries(cfg.entries_dir), entry.id if replace else None)
+    reused = duplicate_problems(runs, load_entries(cfg.entries_dir), entry.id if replace else None, cfg.root)
     if reused:
         raise RsrError("refused: a log may back one entry only:\n" + "\n".join(f"  - {p}" for p in reused))
     if (cfg.entries_dir / f"{entry.id}.json").exists() and not replace:

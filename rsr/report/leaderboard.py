@@ -689,23 +689,38 @@ def regrade_verdict(path: Path) -> RegradeVerdict:
                           problems=report.problems()[:50])
 
 
+def _entry_records(result: SuiteResult, board_root: Path | None) -> set[str]:
+    """The evidence records of an entry's stored bundle manifest (empty when none is kept)."""
+    if board_root is None or result.bundle is None or not result.bundle.stored:
+        return set()
+    from rsr.verify.evidence import RunManifest
+
+    try:
+        manifest = RunManifest.model_validate_json((board_root / result.bundle.stored).read_text())
+    except (OSError, ValueError):
+        return set()
+    return {s.record for s in manifest.samples if s.record}
+
+
 def duplicate_problems(runs: list[ValidatedRun], entries: list[LeaderboardEntry],
-                       replacing: str | None = None) -> list[str]:
+                       replacing: str | None = None, board_root: Path | None = None) -> list[str]:
     """Every log (or bundle) that already backs another entry, naming the entry and what matched:
     the file's sha256, the eval id, the samples' uuids (the same run re-saved), the bundle's
-    manifest, or any one sample's evidence record."""
+    manifest, or any sample's evidence record (a bundle reused under another log)."""
     problems: list[str] = []
     for v in runs:
         for e in entries:
             if e.id == replacing:
                 continue
             for r in e.suites.values():
+                shared = set(v.records) & _entry_records(r, board_root)
                 same = [what for what, mine, theirs in (
                     ("file sha256", v.log.sha256, r.log.sha256),
                     ("eval id", v.log.eval_id, r.log.eval_id),
                     ("sample uuids", v.log.samples_sha256, r.log.samples_sha256),
                     ("bundle manifest", v.bundle.manifest if v.bundle else None,
-                     r.bundle.manifest if r.bundle else None)) if mine and mine == theirs]
+                     r.bundle.manifest if r.bundle else None),
+                    (f"evidence records of {len(shared)} sample(s)", bool(shared), True)) if mine and mine == theirs]
                 if same:
                     problems.append(f"{v.log.file}: already backs entry {e.id!r} ({e.model_name}, "
                                     f"{r.benchmark}, log {r.log.file}): same {', '.join(same)}")

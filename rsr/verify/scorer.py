@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from rsr.tasks.load import LoadedTask, task_from_metadata
 from rsr.verify.evidence import EVIDENCE_DIR, SCORE_KEY, BlobStore, SampleEvidence
 from rsr.verify.verifier import Integrity, VerifierResult, verify
 
+EVIDENCE_STORE_ENV = "RSR_EVIDENCE_STORE"
 STORE_KEY = "rsr_evidence"
 """Sample store key: `{"record": digest, "store": absolute path of the bundle store}`, so that
 `inspect score` on the finished log (which rebuilds the state from the store, not the scores)
@@ -66,7 +68,8 @@ async def _regrade_finished(state: TaskState, task: LoadedTask) -> VerifierResul
             "`inspect score --scorer rsr/verifier` and `rsr regrade LOG` regrade.")
     from rsr.verify.regrade import regrade_record
 
-    store = BlobStore(kept["store"])
+    # The absolute path recorded at run time; RSR_EVIDENCE_STORE when the log's evidence/ moved.
+    store = BlobStore(os.environ.get(EVIDENCE_STORE_ENV) or kept["store"])
     record = store.get_model(kept["record"], SampleEvidence, "evidence record")
     if record.task_digest != task.digest:
         raise RsrError(f"rsr/verifier: sample {state.sample_id}: task {task.name} at {task.paths.task_dir} has "

@@ -111,7 +111,7 @@ def test_inspect_score_does_regrade_from_bundles_and_refuses_a_log_without_them(
 
 
 def test_leaderboard_add_does_record_the_regrade_and_refuses_logs_it_cannot_reproduce(
-        runs: dict[str, Path], tmp_path: Path) -> None:
+        runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     board = tmp_path / "board"
     board.mkdir()
     (board / "board.yaml").write_text(f"reference_agents: true\nrequire_regrade: true\nsuites:\n  core:\n"
@@ -125,6 +125,19 @@ def test_leaderboard_add_does_record_the_regrade_and_refuses_logs_it_cannot_repr
     assert result.bundle is not None and result.bundle.manifest == read_manifest(runs["oracle"]).digest
     kept = board / result.log.stored
     assert (board / result.bundle.stored).is_file() and regrade_log(kept).ok  # the board's copy regrades too
+
+    # Another "run" made of the same bundle: new eval id, run id and sample uuids, same evidence.
+    reused = _copy_run(runs["oracle"], tmp_path / "reused")
+    log = read_eval_log(str(reused))
+    log.eval.eval_id, log.eval.run_id = "x" * 22, "y" * 22
+    for s in log.samples:
+        s.uuid = "z" * 22
+    write_eval_log(log, str(reused))
+    assert main(["leaderboard", "add", str(reused), "--model-name", "Reused", "--harness", "oracle",
+                 "--board", str(board)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "already backs entry 'oracle-oracle'" in err and "same evidence records of 1 sample(s)" in err
+    assert [e.model_name for e in load_entries(board / "entries")] == ["Oracle"]
 
     edited = _copy_run(runs["null"], tmp_path / "edited")
     blob = _archive_blob(edited)
