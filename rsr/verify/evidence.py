@@ -199,6 +199,8 @@ class SampleEvidence(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     format: Literal["rsr-evidence/1"] = RECORD_FORMAT
+    sample_uuid: str | None = Field(None, description="the Inspect sample the verdict belongs to: a record "
+                                    "moved under another sample no longer matches it")
     task_name: str
     task_digest: str
     image: ImageEvidence
@@ -274,10 +276,11 @@ def read_manifest(path: str | Path) -> RunManifest:
     return run_manifest(read_eval_log(str(path), exclude_fields={"events", "messages", "attachments", "store"}))
 
 
-def write_manifest(log_path: str | Path, store: BlobStore | None = None) -> tuple[RunManifest, Path]:
+def write_manifest(log_path: str | Path, store: BlobStore | None = None,
+                   manifest: RunManifest | None = None) -> tuple[RunManifest, Path]:
     """Store a log's manifest (as a blob and as `manifests/<log file>.json`) in its bundle store."""
     store = store or store_for_log(log_path)
-    manifest = read_manifest(log_path)
+    manifest = manifest or read_manifest(log_path)
     store.put_model(manifest)
     path = store.root / MANIFESTS_DIR / f"{Path(log_path).name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -33,6 +33,7 @@ from rsr.verify.evidence import (
     MissingBlob,
     SampleEvidence,
     record_of,
+    run_manifest,
     store_for_log,
     write_manifest,
 )
@@ -201,6 +202,10 @@ async def _regrade_sample(sample: Any, store: BlobStore, tasks_root: Path | None
     except EvidenceError as e:
         out.status, out.reason = "bundle-modified", str(e)
         return out
+    if record.sample_uuid is not None and record.sample_uuid != sample.uuid:
+        out.status, out.reason = "bundle-modified", (f"the record belongs to sample uuid {record.sample_uuid}, not "
+                                                     f"this sample's {sample.uuid}")
+        return out
     logged_digest = meta.get("task_digest")
     if record.task_digest != logged_digest:
         out.status, out.reason = "bundle-modified", (f"the record's task digest {record.task_digest} is not the "
@@ -264,9 +269,12 @@ def regrade_log(path: str | Path, *, store: str | Path | None = None, tasks_root
         raise RsrError(f"{path}: log file not found") from e
     blobs = store_for_log(path, store)
     root = Path(tasks_root) if tasks_root is not None else None
-    manifest = None
+    manifest = run_manifest(log)
     if blobs.root.is_dir():
-        manifest, _ = write_manifest(path, blobs)
+        try:
+            write_manifest(path, blobs, manifest)
+        except OSError:  # a read-only copy (a published board) regrades all the same
+            pass
 
     async def run_all() -> list[SampleRegrade]:
         done = []
@@ -278,5 +286,5 @@ def regrade_log(path: str | Path, *, store: str | Path | None = None, tasks_root
         return done
 
     samples = asyncio.run(run_all())
-    return RegradeReport(log=str(path), manifest=manifest.digest if manifest else None, verifier=rsr_version,
+    return RegradeReport(log=str(path), manifest=manifest.digest if manifest.complete else None, verifier=rsr_version,
                          samples=samples)

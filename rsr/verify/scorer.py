@@ -116,7 +116,7 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
             from rsr.verify.recording import keep_evidence
 
             record = await keep_evidence(task, result, result.integrity.mode if result.integrity else mode, store,
-                                         _reward_files_read())
+                                         _reward_files_read(), state.uuid)
             if record is not None:
                 evidence = {"record": record}
                 state.store.set(STORE_KEY, {"record": record, "store": str(store.root)})

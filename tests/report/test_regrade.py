@@ -126,17 +126,23 @@ def test_leaderboard_add_does_record_the_regrade_and_refuses_logs_it_cannot_repr
     kept = board / result.log.stored
     assert (board / result.bundle.stored).is_file() and regrade_log(kept).ok  # the board's copy regrades too
 
-    # Another "run" made of the same bundle: new eval id, run id and sample uuids, same evidence.
+    # Another "run" made of the same bundle: a new eval id and run id, the same samples and evidence.
     reused = _copy_run(runs["oracle"], tmp_path / "reused")
     log = read_eval_log(str(reused))
     log.eval.eval_id, log.eval.run_id = "x" * 22, "y" * 22
-    for s in log.samples:
-        s.uuid = "z" * 22
     write_eval_log(log, str(reused))
     assert main(["leaderboard", "add", str(reused), "--model-name", "Reused", "--harness", "oracle",
                  "--board", str(board)]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "already backs entry 'oracle-oracle'" in err and "same evidence records of 1 sample(s)" in err
+    assert "already backs entry 'oracle-oracle'" in err
+    assert "same sample uuids, evidence records of 1 sample(s)" in err
+    # ... and with new sample uuids too, the records no longer belong to the samples that name them.
+    for s in log.samples:
+        s.uuid = "z" * 22
+    write_eval_log(log, str(reused))
+    with pytest.raises(LogValidationError, match=r"bundle-modified: the record belongs to sample uuid \w+, not "
+                                                 r"this sample's zzzz"):
+        validate_log(reused, load_board(board))
     assert [e.model_name for e in load_entries(board / "entries")] == ["Oracle"]
 
     edited = _copy_run(runs["null"], tmp_path / "edited")
