@@ -16,6 +16,7 @@ def regrade(
     store: Annotated[Path | None, typer.Option(
         "--store", help="Bundle store (default: evidence/ beside each log).")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the reports as JSON here.")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Samples regraded at a time.")] = 1,
 ) -> None:
     """Rebuild each sample's final state from its bundle on the pristine task image, run the task's
     tests with this rsr's verifier, and compare with the logged score; exit 1 unless every sample of
@@ -34,7 +35,7 @@ def regrade(
     with Progress(console=console, transient=True) as progress:
         for f in files:
             bar = progress.add_task(f"regrading {f.name}", total=None)
-            reports.append(regrade_log(f, store=store, tasks_root=tasks,
+            reports.append(regrade_log(f, store=store, tasks_root=tasks, jobs=jobs,
                                        on_sample=lambda s, bar=bar: progress.advance(bar)))
     for r in reports:
         colour = "green" if r.ok else "red"

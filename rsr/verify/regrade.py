@@ -255,9 +255,10 @@ async def _regrade_sample(sample: Any, store: BlobStore, tasks_root: Path | None
 
 
 def regrade_log(path: str | Path, *, store: str | Path | None = None, tasks_root: str | Path | None = None,
-                on_sample: Any = None) -> RegradeReport:
+                on_sample: Any = None, jobs: int = 1) -> RegradeReport:
     """Regrade every sample of a log from its bundles; `tasks_root`: the suite folder to load
-    tasks from instead of the paths the log recorded; `on_sample(SampleRegrade)` after each."""
+    tasks from instead of the paths the log recorded; `on_sample(SampleRegrade)` after each;
+    `jobs` samples at a time."""
     from inspect_ai.log import read_eval_log
 
     from rsr import __version__ as rsr_version
@@ -276,14 +277,18 @@ def regrade_log(path: str | Path, *, store: str | Path | None = None, tasks_root
         except OSError:  # a read-only copy (a published board) regrades all the same
             pass
 
-    async def run_all() -> list[SampleRegrade]:
-        done = []
-        for s in sorted(log.samples or [], key=lambda s: (str(s.id), s.epoch)):
+    limit = asyncio.Semaphore(max(1, jobs))
+
+    async def one(s: Any) -> SampleRegrade:
+        async with limit:
             result = await _regrade_sample(s, blobs, root)
-            done.append(result)
-            if on_sample is not None:
-                on_sample(result)
-        return done
+        if on_sample is not None:
+            on_sample(result)
+        return result
+
+    async def run_all() -> list[SampleRegrade]:
+        return list(await asyncio.gather(*(one(s) for s in sorted(log.samples or [],
+                                                                    key=lambda s: (str(s.id), s.epoch)))))
 
     samples = asyncio.run(run_all())
     return RegradeReport(log=str(path), manifest=manifest.digest if manifest.complete else None, verifier=rsr_version,
