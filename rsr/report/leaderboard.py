@@ -843,7 +843,7 @@ def store_artifacts(entry: LeaderboardEntry, runs: list[ValidatedRun], board: Lo
     `logs/<entry id>/`, so the page links them and anyone can regrade the entry from the board."""
     import shutil
 
-    from rsr.verify.evidence import MANIFESTS_DIR, copy_bundle
+    from rsr.verify.evidence import copy_bundle, manifest_path
 
     folder = board.root / "logs" / entry.id
     if folder.exists():
@@ -855,7 +855,7 @@ def store_artifacts(entry: LeaderboardEntry, runs: list[ValidatedRun], board: Lo
         result.log.stored = (folder / v.run.path.name).relative_to(board.root).as_posix()
         if result.bundle is not None:
             copy_bundle(v.run.path, folder)
-            manifest = folder / "evidence" / MANIFESTS_DIR / f"{v.run.path.name}.json"
+            manifest = manifest_path(folder / "evidence", v.run.path)
             result.bundle.stored = manifest.relative_to(board.root).as_posix()
 
 

@@ -4,7 +4,7 @@ A bundle store is a folder beside the logs (`<log dir>/evidence/`):
 
     evidence/
       blobs/sha256/<hex>        every blob, named by the sha256 of its bytes
-      manifests/<log>.json      a copy of each log's run manifest (also stored as a blob)
+      manifests/<log>.manifest  each log's run manifest, JSON (also stored as a blob)
 
 Per sample the verifier stores the kept-changes archive (the layer the tests ran on), the
 test files archive, the reward files, and one `SampleEvidence` record (itself a blob) naming
@@ -34,6 +34,7 @@ from rsr.errors import RsrError
 __all__ = [
     "EVIDENCE_DIR",
     "MANIFESTS_DIR",
+    "MANIFEST_SUFFIX",
     "SCORE_KEY",
     "EvidenceError",
     "MissingBlob",
@@ -47,6 +48,7 @@ __all__ = [
     "VerifierOutputs",
     "bundle_blobs",
     "copy_bundle",
+    "manifest_path",
     "read_manifest",
     "record_of",
     "run_manifest",
@@ -248,6 +250,14 @@ class RunManifest(BaseModel):
 
 
 MANIFESTS_DIR = "manifests"
+# Not `.json`: Inspect takes every .json file under a log folder for a log (eval_set's resume
+# would try to read a manifest as one).
+MANIFEST_SUFFIX = ".manifest"
+
+
+def manifest_path(root: Path, log_path: str | Path) -> Path:
+    """Where a log's manifest lives in a store: `manifests/<log file name>.manifest`."""
+    return root / MANIFESTS_DIR / f"{Path(log_path).name}{MANIFEST_SUFFIX}"
 SCORE_KEY = "evidence"
 """Score metadata key of a sample's bundle: `{"record": <digest of its SampleEvidence>}`."""
 
@@ -278,11 +288,11 @@ def read_manifest(path: str | Path) -> RunManifest:
 
 def write_manifest(log_path: str | Path, store: BlobStore | None = None,
                    manifest: RunManifest | None = None) -> tuple[RunManifest, Path]:
-    """Store a log's manifest (as a blob and as `manifests/<log file>.json`) in its bundle store."""
+    """Store a log's manifest (as a blob and as `manifests/<log file>.manifest`) in its bundle store."""
     store = store or store_for_log(log_path)
     manifest = manifest or read_manifest(log_path)
     store.put_model(manifest)
-    path = store.root / MANIFESTS_DIR / f"{Path(log_path).name}.json"
+    path = manifest_path(store.root, log_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(manifest.model_dump_json(indent=2) + "\n")
     return manifest, path
@@ -307,7 +317,7 @@ def copy_bundle(log_path: str | Path, dest: str | Path) -> RunManifest:
     for digest in bundle_blobs(manifest, source):
         target.put(source.get(digest))
     target.put_model(manifest)
-    path = target.root / MANIFESTS_DIR / f"{Path(log_path).name}.json"
+    path = manifest_path(target.root, log_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(manifest.model_dump_json(indent=2) + "\n")
     return manifest
