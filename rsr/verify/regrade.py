@@ -125,53 +125,12 @@ def recorded_changes(record: SampleEvidence, store: BlobStore, workdir: Path) ->
 async def regrade_record(task: LoadedTask, record: SampleEvidence, store: BlobStore) -> Any:
     """The verifier's fresh verdict (a VerifierResult) on a recorded sample: its kept changes on a
     fresh container of the pristine image, the task's tests, the integrity rules of its mode."""
-    from rsr.verify import verifier
+    from rsr.verify.verifier import verify_changes
 
-    mode = record.inputs.integrity if record.inputs.integrity in ("strict", "warn") else verifier.strictness(
-        task, "auto")
+    mode = record.inputs.integrity if record.inputs.integrity in ("strict", "warn") else "auto"
     with tempfile.TemporaryDirectory(prefix="rsr-regrade-") as tmp:
         changes = recorded_changes(record, store, Path(tmp))
-        replay = getattr(verifier, "verify_changes", None)
-        if replay is not None:
-            return await replay(task, changes, integrity=mode)
-        return await _verify_changes(task, changes, mode)
-
-
-async def _verify_changes(task: LoadedTask, changes: Any, mode: str) -> Any:
-    """Until rsr.verify.verifier has its own verify_changes: the same steps as a live strict run
-    (pristine container, residual audit of the carried changes, apply, tests, judgement)."""
-    from rsr.sandbox import engine
-    from rsr.tasks.models import expand_env
-    from rsr.verify import deliverables, snapshot, verifier
-
-    started = time.monotonic()
-    report = verifier.IntegrityReport(mode=mode, isolation="fresh", trust=changes.plan.trust,
-                                      kept=len(changes.kept) + len(changes.deleted),
-                                      changes_sha256=changes.archive_sha256, dropped=changes.dropped[:200],
-                                      dropped_count=len(changes.dropped), hardened=mode == "strict")
-    cfg = task.config.verifier
-    env = {k: expand_env(v) for k, v in cfg.env.items()}
-    timeout = max(1, int(math.ceil(cfg.timeout_sec)))
-    parser = task.parser_name
-    command = ["/bin/bash", "-c", task.tb1_run_tests_command() if parser else task.test_command()]
-    snap = await asyncio.to_thread(snapshot.create_pristine, None, task, changes.image, join_network=True,
-                                   hardened=report.hardened, template=changes.container)
-    try:
-        audit = await asyncio.to_thread(verifier._audit_carried, snap.container, changes,
-                                        cfg.allow_changes or [], task.workdir)
-        await asyncio.to_thread(deliverables.apply, snap.container, changes)
-        outcome = await asyncio.to_thread(engine.run_exec, snap.container, command, env=env, user=cfg.user,
-                                          cwd=task.workdir or snap.working_dir, timeout=timeout)
-        left = await asyncio.to_thread(snapshot.survivors, snap.container)
-        await asyncio.to_thread(snapshot.freeze, snap.container)
-        try:
-            files: Any = snapshot.read_reward_files(snap.logs_dir)
-        except ValueError as e:
-            files = str(e)
-    finally:
-        await asyncio.to_thread(snapshot.destroy, snap)
-    report.paths, report.allowed, report.survivors = audit.suspicious, audit.allowed, left
-    return await verifier._finish(task, parser, outcome, files, left, {}, report, mode, timeout, started)
+        return await verify_changes(task, changes, integrity=mode)  # type: ignore[arg-type]
 
 
 def _load_task(meta: dict[str, Any], name: str, tasks_root: Path | None) -> LoadedTask:
