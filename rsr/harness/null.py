@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from inspect_ai.agent import Agent, AgentState, agent
 
+from rsr.harness.steps import stepwise
+
 
 @agent
 def null() -> Agent:
@@ -12,4 +14,4 @@ def null() -> Agent:
     async def execute(state: AgentState) -> AgentState:
         return state
 
-    return execute
+    return stepwise(execute)

@@ -14,7 +14,8 @@ from inspect_ai.model import ChatMessageAssistant
 from inspect_ai.solver._task_state import sample_state
 from inspect_ai.util import sandbox
 
-from rsr.tasks.load import SOLUTION_MOUNT, task_from_metadata
+from rsr.harness.steps import current_task, stepwise
+from rsr.tasks.load import SOLUTION_MOUNT
 from rsr.tasks.models import expand_env
 from rsr.verify.verifier import cap_output
 
@@ -40,7 +41,7 @@ def oracle(partial: bool = False) -> Agent:
 
     async def execute(state: AgentState) -> AgentState:
         ts = sample_state()
-        task = task_from_metadata(ts.metadata if ts else {})
+        task = current_task(ts.metadata if ts else {})
         sbx = sandbox()
         files = task.solution_files()
         if partial:
@@ -66,4 +67,4 @@ def oracle(partial: bool = False) -> Agent:
         state.messages.append(ChatMessageAssistant(content=summary, source="generate"))
         return state
 
-    return execute
+    return stepwise(execute)

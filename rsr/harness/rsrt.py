@@ -22,6 +22,7 @@ from rsr.errors import RsrError
 from rsr.harness import prompts
 from rsr.harness.control import user_message
 from rsr.harness.protocol import ReplyFormat
+from rsr.harness.steps import stepwise
 from rsr.harness.terminus2 import (
     OBSERVATION_LIMIT,
     TerminalHarness,
@@ -158,4 +159,4 @@ def rsrt(
     async def execute(state: AgentState) -> AgentState:
         return await RSRTHarness(config, max_reflections, budget_minutes)(state)
 
-    return execute
+    return stepwise(execute)

@@ -20,6 +20,7 @@ from inspect_ai.agent import Agent, AgentState, agent
 
 from rsr.harness import prompts
 from rsr.harness.protocol import Reply, ReplyFormat, StateMReply
+from rsr.harness.steps import stepwise
 from rsr.harness.terminus2 import (
     OBSERVATION_LIMIT,
     Review,
@@ -176,4 +177,4 @@ def statem(
     async def execute(state: AgentState) -> AgentState:
         return await StateMHarness(config)(state)
 
-    return execute
+    return stepwise(execute)

@@ -48,6 +48,7 @@ from rsr.harness.protocol import (
     parse_reply_result,
     salvage_xml,
 )
+from rsr.harness.steps import stepwise
 from rsr.harness.tmux import TmuxSession
 from rsr.harness.tmux_install import ensure_tmux
 
@@ -776,4 +777,4 @@ def terminus2(
     async def execute(state: AgentState) -> AgentState:
         return await TerminalHarness(config)(state)
 
-    return execute
+    return stepwise(execute)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +11,7 @@ from inspect_ai.solver import Solver
 
 from rsr.errors import DatasetLoadError, RsrError, TaskFormatError
 from rsr.sandbox.compose import sandbox_network
+from rsr.sandbox.healthcheck import healthcheck_script
 from rsr.sandbox.images import ImageMap, find_image_map
 from rsr.suites.registry import PinCheck, check_pin, resolve_suite_path
 from rsr.suites.sandbox_choice import check_kind, sandbox_spec
@@ -24,35 +23,10 @@ from rsr.verify.scorer import verifier
 LOG_DIRS_SETUP = ("#!/bin/sh\nmkdir -p /logs/agent /logs/verifier /logs/artifacts 2>/dev/null && "
                   "chmod 777 /logs/agent /logs/verifier /logs/artifacts 2>/dev/null || true\n")
 
-# Harbor's readiness check: run the command until it passes; failures inside the start period do
-# not count, `retries` consecutive failures after it fail the sample before the agent starts.
-HEALTHCHECK_SETUP = """
-rsr_hc_cmd={command}
-rsr_hc_run() {{
-  if command -v bash >/dev/null 2>&1; then set -- bash -c "$rsr_hc_cmd"; else set -- sh -c "$rsr_hc_cmd"; fi
-  if command -v timeout >/dev/null 2>&1; then timeout {timeout} "$@"; else "$@"; fi
-}}
-rsr_hc_start=$(date +%s); rsr_hc_fails=0
-until rsr_hc_run >/dev/null 2>&1; do
-  if [ $(( $(date +%s) - rsr_hc_start )) -lt {start_period} ]; then sleep {start_interval}; continue; fi
-  rsr_hc_fails=$((rsr_hc_fails + 1))
-  if [ "$rsr_hc_fails" -ge {retries} ]; then
-    echo "healthcheck failed after {retries} consecutive retries: $rsr_hc_cmd" >&2; exit 1
-  fi
-  sleep {interval}
-done
-"""
-
-
 def sample_setup(task: LoadedTask) -> str:
     """What runs in the sandbox before the agent: Harbor's log dirs, then its healthcheck."""
     hc = task.config.environment.healthcheck
-    if hc is None:
-        return LOG_DIRS_SETUP
-    return LOG_DIRS_SETUP + HEALTHCHECK_SETUP.format(
-        command=shlex.quote(hc.command), timeout=max(1, math.ceil(hc.timeout_sec)),
-        start_period=math.ceil(hc.start_period_sec), start_interval=f"{hc.start_interval_sec:g}",
-        interval=f"{hc.interval_sec:g}", retries=hc.retries)
+    return LOG_DIRS_SETUP if hc is None else LOG_DIRS_SETUP + healthcheck_script(hc)
 
 NETWORK_POLICIES = ("task", "none")
 """`-T network=`: follow each task's own setting (Harbor's behaviour), or give no sample a network."""
@@ -91,6 +65,9 @@ def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: I
             "sandbox_network": sandbox_network(internet, bridge) if internet else "none",
             "verifier_mode": verifier_mode(cfg),
             "steps": [name for name, _ in task.step_instructions],
+            "multi_step_reward_strategy": (cfg.multi_step_reward_strategy or "mean") if cfg.steps else None,
+            # As Harbor hands them to the agent: what a harness may offer or name to the model.
+            "mcp_servers": [m.model_dump(exclude_defaults=True) for m in cfg.environment.mcp_servers],
             "parser_name": task.parser_name,
             "run_tests_in_same_shell": task.tb1.run_tests_in_same_shell if task.tb1 else None,
             "gpus": cfg.environment.gpus,

@@ -9,7 +9,7 @@ import re
 import shlex
 import tomllib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from rsr.errors import DatasetLoadError, TaskFormatError
 from rsr.tasks.models import DatasetConfig, TaskConfig, TaskFormat, TB1SolutionStep, TB1TaskConfig
-from rsr.tasks.parity import harbor_differences
+from rsr.tasks.parity import harbor_differences, verifier_mode
 from rsr.tasks.paths import TaskPaths
 
 # Caches and VCS dirs that real corpora leave in tests/ or environment/.
@@ -47,6 +47,8 @@ class LoadedTask:
     """The original Terminal-Bench 1 config (parser, same-shell flag) for TB1 tasks."""
     step_instructions: tuple[tuple[str, str], ...] = ()
     """(step name, instruction) per `[[steps]]` entry, in order."""
+    step: int | None = None
+    """Set on the view `for_step` returns: the index of the step it stands for."""
     _digest: list[str] = field(default_factory=list, compare=False, repr=False)
 
     @property
@@ -72,9 +74,32 @@ class LoadedTask:
         """What would run differently under rsr than under Harbor 0.26 (empty: nothing)."""
         return harbor_differences(self)
 
+    @property
+    def step_name(self) -> str | None:
+        return self.config.steps[self.step].name if self.step is not None else None
+
+    def for_step(self, index: int) -> LoadedTask:
+        """The task as one step of a multi-step task runs it (Harbor's resolution): the step's
+        instruction, tests (the shared tests/ with steps/<name>/tests/ laid over it), solution
+        (steps/<name>/solution/, else the shared one), and its agent and verifier settings where
+        it sets them (verifier env merged over the task's, collect hooks appended)."""
+        st = self.config.steps[index]
+        agent = self.config.agent.model_copy(update={k: getattr(st.agent, k) for k in st.agent.model_fields_set})
+        own = {k: getattr(st.verifier, k) for k in st.verifier.model_fields_set
+               if k in ("timeout_sec", "user", "network_mode", "allowed_hosts", "environment_mode", "environment")}
+        verifier = self.config.verifier.model_copy(update={
+            **own, "env": {**self.config.verifier.env, **st.verifier.env},
+            "collect": [*self.config.verifier.collect, *st.verifier.collect]})
+        config = self.config.model_copy(update={"agent": agent, "verifier": verifier})
+        return replace(self, config=config, instruction=self.step_instructions[index][1], step=index)
+
     def test_files(self) -> dict[str, Path]:
         """Container path -> host file for everything the verifier needs."""
         files = {f"{TESTS_MOUNT}/{rel}": p for rel, p in iter_files(self.paths.tests_dir)}
+        if self.step_name is not None:
+            # Harbor uploads the shared tests, then the step's over them.
+            step_tests = self.paths.step_tests_dir(self.step_name)
+            files.update({f"{TESTS_MOUNT}/{rel}": p for rel, p in iter_files(step_tests)})
         if self.format == "terminal-bench-1":
             files[f"{TESTS_MOUNT}/run-tests.sh"] = self.paths.tb1_run_tests
         return files
@@ -102,7 +127,10 @@ class LoadedTask:
             if sh.is_file():
                 return {f"{SOLUTION_MOUNT}/solve.sh": sh.read_bytes()}
             return {f"{SOLUTION_MOUNT}/solve.sh": _tb1_solution_yaml_script(self).encode()}
-        return {f"{SOLUTION_MOUNT}/{rel}": p.read_bytes() for rel, p in iter_files(self.paths.solution_dir)}
+        solution_dir = self.paths.solution_dir
+        if self.step_name is not None and self.paths.step_solution_dir(self.step_name).is_dir():
+            solution_dir = self.paths.step_solution_dir(self.step_name)
+        return {f"{SOLUTION_MOUNT}/{rel}": p.read_bytes() for rel, p in iter_files(solution_dir)}
 
     def solution_command(self) -> str:
         return f"bash {SOLUTION_MOUNT}/solve.sh"
@@ -288,15 +316,6 @@ def _compose_errors(path: Path) -> list[TaskFormatError]:
         return [TaskFormatError(path, "services", "expected a mapping of services")]
     return [TaskFormatError(path, f"services.{name}", "expected a mapping")
             for name, svc in services.items() if not isinstance(svc, dict)]
-
-
-def verifier_mode(config: TaskConfig, step: int | None = None) -> str:
-    """'shared' or 'separate': a step's own setting wins, else the task's (as in Harbor)."""
-    if step is not None:
-        own = config.steps[step].verifier
-        if own.environment_mode is not None or own.environment is not None:
-            return own.mode
-    return config.verifier.mode
 
 
 def _bundled_verifier(paths: TaskPaths, config: TaskConfig, step: int | None = None) -> bool:

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from rsr.tasks.load import LoadedTask
+    from rsr.tasks.models import TaskConfig
 
 UNSUPPORTED: frozenset[str] = frozenset({
-    "steps", "mcp_servers", "skills_dir", "artifacts",
-    "collect", "allowlist", "phase_network", "windows", "tpu",
+    "separate_artifacts", "mcp_servers", "skills_dir", "allowlist", "phase_network", "windows", "tpu",
 })
 """Harbor features rsr does not run yet (names used below)."""
 
@@ -28,24 +28,24 @@ def harbor_differences(task: LoadedTask, unsupported: frozenset[str] = UNSUPPORT
         if feature in unsupported:
             out.append(line)
 
-    if cfg.steps:
-        add("steps", f"[[steps]] ({len(cfg.steps)} steps): Harbor runs each step's agent and verifier in turn; "
-                     "rsr runs only the first step's instruction")
-    # A task-level separate verifier runs as Harbor runs it (rsr.verify.separate); per-step ones
-    # come with [[steps]], which rsr does not run yet.
-    if any(s.verifier.mode == "separate" for s in cfg.steps
-           if s.verifier.environment_mode is not None or s.verifier.environment is not None):
-        add("steps", "[[steps]] verifier environment_mode = 'separate': Harbor runs each step's tests in their "
-                     "own container; rsr runs no steps yet")
     if env.mcp_servers:
+        # The servers themselves run as in Harbor (an HTTP one is a compose service of the task or
+        # a process in its image, a stdio one a command the agent runs in the sandbox); what
+        # differs is only whether the harness names them to the model.
         add("mcp_servers", f"environment.mcp_servers ({', '.join(m.name for m in env.mcp_servers)}): "
-                           "Harbor offers them to the agent; rsr does not")
+                           "Harbor's Terminus 2 names them in the instruction; rsr's harnesses do not yet")
+    for m in env.mcp_servers:
+        if m.headers:
+            out.append(f"environment.mcp_servers '{m.name}' headers: Harbor resolves ${{VAR}} references for "
+                       "agents that forward headers; rsr's harnesses forward none")
     if env.skills_dir:
         add("skills_dir", "environment.skills_dir: Harbor copies skills to the agent; rsr does not")
-    if cfg.artifacts or any(s.artifacts for s in cfg.steps):
-        add("artifacts", "artifacts: Harbor collects them after the agent; rsr does not")
-    if cfg.verifier.collect:
-        add("collect", "[[verifier.collect]]: Harbor runs these hooks after the agent; rsr does not")
+    separate = cfg.verifier.mode == "separate" or any(verifier_mode(cfg, i) == "separate"
+                                                      for i in range(len(cfg.steps)))
+    declared = [*cfg.artifacts, *(a for s in cfg.steps for a in s.artifacts)]
+    if separate and any((a.service or "main") != "main" for a in declared):
+        add("separate_artifacts", "sidecar artifacts with a separate verifier: Harbor carries them into the "
+                                  "verifier's container; rsr collects them but carries only the main service's")
     if env.network_mode == "allowlist":
         add("allowlist", "environment.network_mode = 'allowlist': Harbor allows the listed hosts; "
                          "rsr gives the sandbox no network")
@@ -64,3 +64,12 @@ def harbor_differences(task: LoadedTask, unsupported: frozenset[str] = UNSUPPORT
         out.append(f"scored by Terminal-Bench 1's '{task.tb1.parser_name}' parser, as TB1 did; Harbor's TB1 "
                    "migration scores the exit code of run-tests.sh instead")
     return out
+
+
+def verifier_mode(config: TaskConfig, step: int | None = None) -> str:
+    """'shared' or 'separate': a step's own setting wins, else the task's (as in Harbor)."""
+    if step is not None:
+        own = config.steps[step].verifier
+        if own.environment_mode is not None or own.environment is not None:
+            return own.mode
+    return config.verifier.mode

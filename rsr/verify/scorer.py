@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
 
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
+from inspect_ai.util import store
 
 from rsr.errors import RsrError
 from rsr.tasks.load import LoadedTask, task_from_metadata
+from rsr.verify.artifacts import Collected, collect, sample_artifacts_dir
 from rsr.verify.evidence import EVIDENCE_DIR, SCORE_KEY, BlobStore, SampleEvidence
+from rsr.verify.steps import STORE_ARTIFACTS_DIR, STORE_STEPS, StepsRecord, trial_result
 from rsr.verify.verifier import Integrity, VerifierResult, verify
+
+STORE_ARTIFACTS = "rsr/artifacts"
+"""Sample store key: the artifacts collected after the agent (`Collected`), for evidence bundles."""
 
 EVIDENCE_STORE_ENV = "RSR_EVIDENCE_STORE"
 STORE_KEY = "rsr_evidence"
@@ -77,7 +84,8 @@ async def _regrade_finished(state: TaskState, task: LoadedTask) -> VerifierResul
     return await regrade_record(task, record, store)
 
 
-def _score(result: VerifierResult, task: LoadedTask, evidence: dict[str, Any] | None) -> Score:
+def _score(result: VerifierResult, task: LoadedTask, evidence: dict[str, Any] | None,
+           extra: dict[str, Any] | None = None) -> Score:
     return Score(
         value=result.score_value(),
         answer="passed" if result.passed else "failed",
@@ -91,6 +99,7 @@ def _score(result: VerifierResult, task: LoadedTask, evidence: dict[str, Any] | 
             "task_digest": task.digest,
             "integrity": result.integrity.model_dump() if result.integrity else None,
             SCORE_KEY: evidence,
+            **(extra or {}),
         },
     )
 
@@ -99,8 +108,9 @@ def _score(result: VerifierResult, task: LoadedTask, evidence: dict[str, Any] | 
 def verifier(integrity: Integrity = "auto") -> Scorer:
     """Score = {passed (1 only for full success), reward (the task's), process (milestone
     fraction, else = passed)}; the explanation carries the capped test output, the metadata the
-    integrity report (`integrity`: auto = strict for tasks that declare `allow_changes`) and, for
-    runs with `-T evidence=true`, the digest of the sample's evidence bundle (`evidence`)."""
+    integrity report (`integrity`: auto = strict for tasks that declare `allow_changes`), the
+    collected artifacts, for a multi-step task every step's rewards (`steps`) and, for runs with
+    `-T evidence=true`, the digest of the sample's evidence bundle (`evidence`)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         task = task_from_metadata(state.metadata)
@@ -108,18 +118,56 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
             kept = (state.store.get(STORE_KEY) if state.store is not None else None) or None
             return _score(await _regrade_finished(state, task), task,
                           {"record": kept["record"], "regraded": True} if kept else None)
+        extra: dict[str, Any] = {}
+        if task.config.steps:
+            # Multi-step samples were verified step by step with the agent: no bundle (yet).
+            result, extra = _multi_step(task)
+            return _score(result, task, None, extra)
+        # Harbor collects artifacts after the agent, before the tests.
+        root = sample_artifacts_dir(task, getattr(state, "uuid", None))
+        collected = await collect(task, root / "artifacts")
+        if not collected.files:
+            with contextlib.suppress(OSError):
+                root.rmdir()  # nothing kept, no directory left behind
+        store().set(STORE_ARTIFACTS, collected.model_dump())
+        extra["artifacts"] = collected.model_dump()
         mode = state.metadata.get("integrity_policy") or integrity
-        store = _log_store() if state.metadata.get("evidence") else None
-        result = await verify(task, integrity=mode, keep_evidence=store is not None)
+        bundles = _log_store() if state.metadata.get("evidence") else None
+        result = await verify(task, integrity=mode, keep_evidence=bundles is not None)
         evidence = None
-        if store is not None:
+        if bundles is not None:
             from rsr.verify.recording import keep_evidence
 
-            record = await keep_evidence(task, result, result.integrity.mode if result.integrity else mode, store,
+            record = await keep_evidence(task, result, result.integrity.mode if result.integrity else mode, bundles,
                                          _reward_files_read(), state.uuid)
             if record is not None:
                 evidence = {"record": record}
-                state.store.set(STORE_KEY, {"record": record, "store": str(store.root)})
-        return _score(result, task, evidence)
+                state.store.set(STORE_KEY, {"record": record, "store": str(bundles.root)})
+        return _score(result, task, evidence, extra)
 
     return score
+
+
+def _multi_step(task: Any) -> tuple[VerifierResult, dict[str, Any]]:
+    """The verdict of a multi-step sample: its steps already ran (and were verified) with the agent."""
+    raw = store().get(STORE_STEPS)
+    if raw is None:
+        return VerifierResult(passed=False, reward=0.0, process=0.0, error="steps_not_run",
+                              explanation=f"{task.name} has {len(task.config.steps)} steps ([[steps]]) but the "
+                                          "solver did not run them: use an rsr harness (rsr/oracle, rsr/terminus2, "
+                                          "...) or wrap the agent with rsr.harness.steps.stepwise"), {}
+    record = StepsRecord.model_validate(raw)
+    result = trial_result(record)
+    steps = [s.model_dump(exclude={"explanation"}) for s in record.steps]
+    # One list for the whole sample, paths as in a Harbor trial dir (steps/<name>/artifacts/...).
+    root = store().get(STORE_ARTIFACTS_DIR) or ""
+    merged = Collected(dir=root if any(s.artifacts and s.artifacts.files for s in record.steps) else "")
+    for s in record.steps:
+        if s.artifacts is not None:
+            prefix = f"steps/{s.name}/artifacts/"
+            merged.files += [f.model_copy(update={"path": prefix + f.path}) for f in s.artifacts.files]
+            merged.manifest += s.artifacts.manifest
+            merged.hooks += s.artifacts.hooks
+    store().set(STORE_ARTIFACTS, merged.model_dump())
+    return result, {"steps": steps, "strategy": record.strategy, "trial_rewards": record.rewards,
+                    "artifacts": merged.model_dump()}

@@ -10,6 +10,7 @@ to `/logs/artifacts` through the engine. `/tests` (unless the image holds its ow
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
@@ -36,6 +37,13 @@ def verifier_image(task: LoadedTask, agent_image: str) -> tuple[RsrDockerConfig,
     tests_dir = task.paths.tests_dir
     bundled = False
     build_context = None
+    # A step's own verifier image comes first (Harbor's candidates: the step's, then the task's).
+    step_env = cfg.steps[task.step].verifier.environment if task.step is not None else None
+    step_tests = task.paths.step_tests_dir(task.step_name) if task.step_name else None
+    if step_env is not None and step_env.docker_image:
+        env = step_env
+    elif step_tests is not None and (step_tests / "Dockerfile").is_file():
+        tests_dir = step_tests
     if env.docker_image:
         image, bundled = env.docker_image, cfg.verifier.environment is not None
     elif (tests_dir / "Dockerfile").is_file():
@@ -54,25 +62,33 @@ def verifier_image(task: LoadedTask, agent_image: str) -> tuple[RsrDockerConfig,
 
 
 def _copy_artifacts(agent: str, target: str, task: LoadedTask) -> None:
-    """The agent's artifacts into the verification container's /logs/artifacts."""
+    """The agent's artifacts into the verification container, each at its own source path (Harbor:
+    "no translation"; the publish dir is /logs/artifacts on both sides), directories emptied first
+    as Harbor empties them, `exclude` applied, links and special files dropped."""
+    from rsr.verify.artifacts import MAIN_SERVICE, entries, filtered_archive, read_capped
+
     api = engine.api()
-    sources: list[tuple[str, str]] = [(ARTIFACTS_DIR, "")]
-    for item in task.config.artifacts:
-        dest = item.destination or PurePosixPath(item.source.rstrip("/")).name
-        sources.append((item.source, dest))
-    # The directory itself first (world-writable, as Harbor creates it).
+    # The publish directory exists, world-writable, whatever was collected (as Harbor creates it).
     api.put_archive(target, "/", _dir_archive([("logs", 0o755), ("logs/artifacts", 0o777)]))
-    for source, dest in sources:
+    for item in entries(task):
+        if (item.service or MAIN_SERVICE) != MAIN_SERVICE:
+            continue  # sidecar artifacts: not carried over (README: what still differs)
+        source = item.source.rstrip("/") or "/"
         try:
-            stream, _ = api.get_archive(agent, source)
+            stream, stat = api.get_archive(agent, source)
         except (NotFound, APIError):
             continue  # a declared artifact the agent never produced
-        data = b"".join(stream)
-        if not dest:
-            # The archive's top entry is `artifacts/`: unpack it over /logs/artifacts.
-            api.put_archive(target, "/logs", data)
+        data = read_capped(stream)
+        if data is None:
             continue
-        api.put_archive(target, ARTIFACTS_DIR, _renamed(data, dest))
+        is_dir = bool(stat.get("mode", 0) & (1 << 31))
+        parent = str(PurePosixPath(source).parent)
+        prepare = ["/bin/sh", "-c", 'rm -rf "$1"; mkdir -p "$2"' if is_dir and source != ARTIFACTS_DIR
+                   else 'mkdir -p "$2"', "sh", source, parent]
+        with contextlib.suppress(Exception):  # an image without a shell: the parent must exist already
+            engine.run_exec(target, prepare, user="root", timeout=60)
+        with contextlib.suppress(NotFound, APIError):  # best effort, as Harbor's upload
+            api.put_archive(target, parent, filtered_archive(data, item.exclude if is_dir else []))
 
 
 def _dir_archive(dirs: list[tuple[str, int]]) -> bytes:
@@ -83,18 +99,6 @@ def _dir_archive(dirs: list[tuple[str, int]]) -> bytes:
             info.type, info.mode = tarfile.DIRTYPE, mode
             tar.addfile(info)
     return buf.getvalue()
-
-
-def _renamed(archive: bytes, dest: str) -> bytes:
-    """The same archive with its top-level entry renamed to `dest`."""
-    out = io.BytesIO()
-    with tarfile.open(fileobj=io.BytesIO(archive)) as src, tarfile.open(fileobj=out, mode="w") as tar:
-        members = src.getmembers()
-        top = members[0].name.split("/")[0] if members else ""
-        for member in members:
-            member.name = dest + member.name[len(top):]
-            tar.addfile(member, src.extractfile(member) if member.isfile() else None)
-    return out.getvalue()
 
 
 def create(agent_container: str, task: LoadedTask) -> Snapshot:

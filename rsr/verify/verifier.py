@@ -137,7 +137,7 @@ def outcome_of(reward: float, milestones: dict[str, float]) -> tuple[bool, float
 
 async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity: Integrity = "auto",
                  isolation: Literal["snapshot", "fresh", "live"] | None = None, final: bool = True,
-                 keep_evidence: bool = False) -> VerifierResult:
+                 keep_evidence: bool = False, boundary: bool = True) -> VerifierResult:
     """Run the task's hidden tests against the agent's work and read the reward.
 
     On a Docker-backed sandbox (ours or Inspect's compose one) the tests run in a verification
@@ -149,7 +149,9 @@ async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity:
     A sandbox that fails underneath the tests (its container killed, an exec refused) is a
     failed result with the reason, never an exception that would stop the whole eval.
     `final=False` (RSRT's mid-run checks): the agent goes on afterwards, so its sandbox's
-    storage watchdog keeps running.
+    storage watchdog keeps running. `boundary=False` runs the previous design (a commit of the
+    whole agent container, audited live), kept for engines whose storage this host cannot
+    read and for side-by-side benchmarks.
     """
     started = time.monotonic()
     mode = strictness(task, integrity)
@@ -175,7 +177,7 @@ async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity:
         container = await container_of(sbx)
         if container is None:
             return await _verify_in_place(task, sbx, started, mode)
-        return await _verify_engine(task, sbx, container, started, mode, chosen, keep_evidence)
+        return await _verify_engine(task, sbx, container, started, mode, chosen, keep_evidence, boundary)
     except Exception as e:  # noqa: BLE001 - cancellation is a BaseException and still propagates
         storage = getattr(getattr(sbx, "_sandbox", sbx), "storage_exceeded", None)
         if storage:
@@ -324,13 +326,14 @@ async def verify_changes(task: LoadedTask, changes: Any, *, integrity: Integrity
 async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: float,
                          mode: Literal["strict", "warn"],
                          isolation: Literal["snapshot", "fresh", "live"],
-                         keep_evidence: bool = False) -> VerifierResult:
+                         keep_evidence: bool = False, boundary: bool = True) -> VerifierResult:
     from rsr.sandbox import engine
     from rsr.tasks.load import verifier_mode
     from rsr.verify import deliverables, integrity, separate, snapshot
 
     # Harbor's separate verifier environment: nothing of the agent's but its artifacts crosses over.
-    apart = verifier_mode(task.config) == "separate" and not task.config.steps
+    # A multi-step task is verified step by step, each through its step's view (rsr.verify.steps).
+    apart = verifier_mode(task.config) == "separate" and (not task.config.steps or task.step is not None)
     report = IntegrityReport(mode=mode, isolation="separate" if apart else isolation,
                              trust="separate" if apart else "live" if isolation == "live" else "none")
     allow = task.config.verifier.allow_changes or []
@@ -368,7 +371,7 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         return await run.in_snapshot(snap)
 
     carried = None
-    if not apart and isolation != "live":
+    if boundary and not apart and isolation != "live":
         plan = deliverables.plan_for(mode, task.workdir or await asyncio.to_thread(_working_dir, container),
                                      task.config.verifier.allow_changes)
         try:

@@ -11,6 +11,7 @@ listed in KNOWN_DIFFERENCES with its reason, or the test fails.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -22,8 +23,9 @@ import pytest
 import yaml
 from harbor_ref import harbor_home
 from inspect_ai import eval as inspect_eval
-from taskfactory import PONG_SERVER, harbor_task
+from taskfactory import BASE_DOCKERFILE, PONG_SERVER, harbor_task
 
+from rsr.harness.null import null
 from rsr.harness.oracle import oracle
 from rsr.suites.inspect_tasks import tasks_task
 
@@ -163,19 +165,144 @@ workdir = "/app"
 
 def unsupported_tasks(root: Path) -> dict[str, str]:
     """Tasks using Harbor features rsr does not run yet: Harbor must pass them, rsr must differ, and
-    lint must say so. When rsr learns a feature, its task moves to the agreeing set."""
+    lint must say so. When rsr learns a feature, its task moves to the agreeing set (none left)."""
+    return {}
+
+
+STEP_REWARD = "if [ -e /app/{a} ] && [ -e /app/{b} ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+
+
+def multi_step_tasks(root: Path) -> list[str]:
+    """Multi-step tasks and artifacts, run under both runners with the oracle and the null agent;
+    rewards must agree per step and per trial, and the collected artifacts file by file."""
     steps = '[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n'
     toml = SIMPLE_TOML.format(name="two-steps", top='multi_step_reward_strategy = "final"', verifier="") + steps
-    d = harbor_task(root, "two-steps", toml=toml,
-                    test_sh="if [ -e /app/one ] && [ -e /app/two ]; then echo 1; else echo 0; fi "
-                            "> /logs/verifier/reward.txt\n",
+    d = harbor_task(root, "two-steps", toml=toml, test_sh=STEP_REWARD.format(a="one", b="two"),
                     extra={"steps/one/instruction.md": "Create /app/one.\n",
                            "steps/one/solution/solve.sh": "touch /app/one\n",
                            "steps/two/instruction.md": "Create /app/two.\n",
                            "steps/two/solution/solve.sh": "touch /app/two\n"})
     shutil.rmtree(d / "solution")
     (d / "instruction.md").unlink()
-    return {"two-steps": "[[steps]]"}
+    # Mean of per-step rewards with a key only one step writes, a workdir with setup.sh, the
+    # step's own tests over the shared ones, a step timeout, and a min_reward gate that stops
+    # the trial before step "c" (the oracle's step b is only half right).
+    gated = SIMPLE_TOML.format(name="steps-gated", top="", verifier="") + (
+        '[[steps]]\nname = "a"\n[steps.agent]\ntimeout_sec = 30\n'
+        '[[steps]]\nname = "b"\nmin_reward = { reward = 1.0 }\n'
+        '[[steps]]\nname = "c"\n')
+    d = harbor_task(root, "steps-gated", toml=gated, test_sh="echo 0 > /logs/verifier/reward.txt\n", extra={
+        "steps/a/instruction.md": "Copy seed.txt to a.txt.\n",
+        "steps/a/workdir/seed.txt": "seeded\n",
+        "steps/a/workdir/setup.sh": "cat seed.txt seed.txt > /app/double.txt\n",
+        "steps/a/solution/solve.sh": "cp /app/seed.txt /app/a.txt\n",
+        "steps/a/tests/test.sh": 'if [ "$(cat /app/a.txt)" = seeded ] && [ "$(wc -l < /app/double.txt)" = 2 ]; '
+                                 "then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
+        "steps/b/instruction.md": "Write b.txt.\n",
+        "steps/b/solution/solve.sh": "echo half > /app/b.txt\n",
+        "steps/b/tests/test.sh": 'e=0; [ -e /app/b.txt ] && e=1; r=0; grep -qx half /app/b.txt 2>/dev/null && r=0.5; '
+                                 'echo "{\\"reward\\": $r, \\"exists\\": $e}" > /logs/verifier/reward.json\n',
+        "steps/c/instruction.md": "Write c.txt.\n",
+        "steps/c/solution/solve.sh": "touch /app/c.txt\n",
+        "steps/c/tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n"})
+    shutil.rmtree(d / "solution")
+    (d / "instruction.md").unlink()
+    # A step whose tests write no reward: Harbor's verifier raises, the trial stops there and
+    # has no rewards at all (mean over no step).
+    broken = SIMPLE_TOML.format(name="steps-no-reward", top="", verifier="") + steps
+    d = harbor_task(root, "steps-no-reward", toml=broken, test_sh="echo 1 > /logs/verifier/reward.txt\n", extra={
+        "steps/one/instruction.md": "Do nothing.\n",
+        "steps/one/tests/test.sh": "echo no reward here\n",
+        "steps/two/instruction.md": "Do nothing again.\n"})
+    (d / "instruction.md").unlink()
+    # Artifacts and collect hooks (single step): a file, a directory with an exclusion and a
+    # destination, the publish dir, a hook's output, and one that is never produced.
+    arts = SIMPLE_TOML.format(name="artifacts", top=(
+        'artifacts = ["/app/report.txt", { source = "/app/outdir", destination = "out", exclude = ["*.tmp"] }, '
+        '"/app/missing.txt"]'), verifier='[[verifier.collect]]\ncommand = "echo hooked > /app/outdir/hook.txt"')
+    harbor_task(root, "artifacts", toml=arts,
+                solve_sh="echo report > /app/report.txt\nmkdir -p /app/outdir /logs/artifacts\n"
+                         "echo keep > /app/outdir/keep.txt\necho drop > /app/outdir/x.tmp\n"
+                         "echo pub > /logs/artifacts/pub.txt\n",
+                test_sh='if [ "$(cat /app/outdir/hook.txt)" = hooked ]; then echo 1; else echo 0; fi '
+                        "> /logs/verifier/reward.txt\n")
+    # MCP servers as the task declares them: a stdio one (a command in the image the agent runs)
+    # and a streamable-HTTP one served by a sidecar. The oracle calls each server's tool.
+    mcp = SIMPLE_TOML.format(name="mcp", top="", verifier="") + (
+        '[[environment.mcp_servers]]\nname = "notes-stdio"\ntransport = "stdio"\ncommand = "/usr/local/bin/notes-mcp"\n'
+        '[[environment.mcp_servers]]\nname = "notes-http"\ntransport = "streamable-http"\n'
+        'url = "http://notes:18081/mcp"\n')
+    harbor_task(root, "mcp", toml=mcp, dockerfile=BASE_DOCKERFILE + "COPY notes-mcp /usr/local/bin/notes-mcp\n",
+                solve_sh=MCP_CLIENT, test_sh='if [ "$(cat /app/stdio.txt)" = stdio-secret ] && '
+                                             '[ "$(cat /app/http.txt)" = http-secret ]; then echo 1; else echo 0; fi '
+                                             "> /logs/verifier/reward.txt\n",
+                extra={"environment/notes-mcp": MCP_SERVER, "environment/docker-compose.yaml": MCP_COMPOSE})
+    (root / "mcp" / "environment" / "notes-mcp").chmod(0o755)
+    # A separate verifier receives the artifacts at their own source paths (no translation).
+    apart = SIMPLE_TOML.format(name="separate-artifacts", top=(
+        'artifacts = ["/app/result.txt", { source = "/app/dir", destination = "elsewhere", exclude = ["*.tmp"] }]'),
+        verifier='environment_mode = "separate"')
+    harbor_task(root, "separate-artifacts", toml=apart,
+                solve_sh="echo r > /app/result.txt\nmkdir -p /app/dir /logs/artifacts\necho k > /app/dir/keep.txt\n"
+                         "echo t > /app/dir/x.tmp\necho p > /logs/artifacts/pub.txt\n",
+                test_sh='if [ "$(cat /app/result.txt)" = r ] && [ -f /app/dir/keep.txt ] && [ ! -e /app/dir/x.tmp ] '
+                        '&& [ "$(cat /logs/artifacts/pub.txt)" = p ]; then echo 1; else echo 0; fi '
+                        "> /logs/verifier/reward.txt\n")
+    # A step verified in a separate environment: a fresh container that receives the step's
+    # artifacts (and the publish dir), after a step verified on the agent's filesystem.
+    mixed = SIMPLE_TOML.format(name="steps-separate", top="", verifier="") + (
+        '[[steps]]\nname = "build"\n[[steps]]\nname = "check"\nartifacts = ["/app/made.txt"]\n'
+        '[steps.verifier]\nenvironment_mode = "separate"\n')
+    d = harbor_task(root, "steps-separate", toml=mixed,
+                    test_sh='if [ "$(cat /app/made.txt)" = made ]; then echo 1; else echo 0; fi '
+                            "> /logs/verifier/reward.txt\n", extra={
+        "steps/build/instruction.md": "Make /app/made.txt.\n",
+        "steps/build/solution/solve.sh": "echo made > /app/made.txt\necho scratch > /app/scratch.txt\n",
+        "steps/check/instruction.md": "Publish a note.\n",
+        "steps/check/solution/solve.sh": "mkdir -p /logs/artifacts && echo checked > /logs/artifacts/note.txt\n",
+        "steps/check/tests/test.sh": 'if [ "$(cat /app/made.txt)" = made ] && [ ! -e /app/scratch.txt ] && '
+                                     '[ "$(cat /logs/artifacts/note.txt)" = checked ]; then echo 1; else echo 0; fi '
+                                     "> /logs/verifier/reward.txt\n"})
+    shutil.rmtree(d / "solution")
+    (d / "instruction.md").unlink()
+    # A step's setup.sh readies what its healthcheck waits for; the next step's setup fails, so the
+    # trial stops there and the mean is over the one step that has rewards.
+    setup = SIMPLE_TOML.format(name="steps-setup", top="", verifier="") + (
+        '[[steps]]\nname = "ready"\n[steps.healthcheck]\ncommand = "test -f /app/ready"\ninterval_sec = 0.2\n'
+        '[[steps]]\nname = "broken"\n')
+    d = harbor_task(root, "steps-setup", toml=setup,
+                    test_sh="if [ -e /app/ok ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n", extra={
+        "steps/ready/instruction.md": "Write /app/ok.\n",
+        "steps/ready/workdir/setup.sh": "touch /app/ready\n",
+        "steps/ready/solution/solve.sh": "touch /app/ok\n",
+        "steps/broken/instruction.md": "Never seen.\n",
+        "steps/broken/workdir/setup.sh": "exit 3\n",
+        "steps/broken/solution/solve.sh": "touch /app/never\n"})
+    shutil.rmtree(d / "solution")
+    (d / "instruction.md").unlink()
+    return ["two-steps", "steps-gated", "steps-no-reward", "artifacts", "mcp", "separate-artifacts", "steps-separate",
+            "steps-setup"]
+
+
+# A minimal MCP server (JSON-RPC 2.0, one tool) in the perl of a slim Debian image, and a client
+# that calls its tool over both transports (the oracle's solution).
+MCP_SERVER = (Path(__file__).parent / "mcp" / "notes-mcp").read_text()
+MCP_CLIENT = (Path(__file__).parent / "mcp" / "client.sh").read_text()
+
+MCP_COMPOSE = """
+services:
+  main:
+    image: ${MAIN_IMAGE_NAME}
+    depends_on: [notes]
+    deploy:
+      resources:
+        limits:
+          cpus: ${CPUS}
+          memory: ${MEMORY}
+  notes:
+    image: ${MAIN_IMAGE_NAME}
+    command: ["perl", "/usr/local/bin/notes-mcp", "--http", "18081"]
+"""
 
 
 def harbor_copy(task_dir: Path, dest: Path) -> Path:
@@ -216,27 +343,41 @@ def parse_probes(output: str) -> dict[str, dict[str, str]]:
     return probes
 
 
-def start_harbor(tasks: list[Path], workdir: Path) -> subprocess.Popen[str]:
-    dataset = workdir / "harbor-tasks"
+def start_harbor(tasks: list[Path], workdir: Path, agent: str = "oracle") -> subprocess.Popen[str]:
+    dataset = workdir / f"harbor-tasks-{agent}"
     dataset.mkdir()
     for t in tasks:
         harbor_copy(t, dataset)
-    return subprocess.Popen([str(harbor_home() / "bin" / "harbor"), "run", "-p", str(dataset), "--agent", "oracle",
-                             "-n", "4", "-o", str(workdir / "harbor-jobs"), "-y", "-q"],
+    return subprocess.Popen([str(harbor_home() / "bin" / "harbor"), "run", "-p", str(dataset), "--agent", agent,
+                             "-n", "4", "-o", str(workdir / f"harbor-jobs-{agent}"), "-y", "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(workdir),
                                  "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
 
 
-def harbor_results(proc: subprocess.Popen[str], workdir: Path) -> dict[str, dict[str, Any]]:
+def artifact_files(where: Path | str | None) -> dict[str, str]:
+    """Collected file -> sha256 below an artifacts directory (Harbor's manifest aside)."""
+    root = Path(where) if where else None  # rsr records "" when it kept nothing
+    if root is None or not root.is_dir():
+        return {}
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and p.name != "manifest.json"}
+
+
+def harbor_results(proc: subprocess.Popen[str], workdir: Path, agent: str = "oracle") -> dict[str, dict[str, Any]]:
     output, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, output[-5000:]
     out: dict[str, dict[str, Any]] = {}
-    for result in (workdir / "harbor-jobs").glob("*/*/result.json"):
+    for result in (workdir / f"harbor-jobs-{agent}").glob("*/*/result.json"):
         data = json.loads(result.read_text())
         stdout = result.parent / "verifier" / "test-stdout.txt"
+        steps = [{"name": st["step_name"], "rewards": (st.get("verifier_result") or {}).get("rewards")}
+                 for st in data.get("step_results") or []]
+        arts = {st["name"]: artifact_files(result.parent / "steps" / st["name"] / "artifacts") for st in steps}
         out[data["task_name"].split("/")[-1]] = {
             "rewards": (data.get("verifier_result") or {}).get("rewards"),
+            "steps": steps,
+            "artifacts": arts if steps else artifact_files(result.parent / "artifacts"),
             "probes": parse_probes(stdout.read_text() if stdout.is_file() else ""),
             "exception": (result.parent / "exception.txt").read_text()[-2000:]
             if (result.parent / "exception.txt").is_file() else None,
@@ -244,24 +385,35 @@ def harbor_results(proc: subprocess.Popen[str], workdir: Path) -> dict[str, dict
     return out
 
 
-def run_rsr(root: Path, workdir: Path) -> dict[str, dict[str, Any]]:
-    logs = inspect_eval(tasks_task("harbor", root, None, None), solver=oracle(), model="mockllm/model",
-                        display="none", log_dir=str(workdir / "rsr-logs"), max_sandboxes=4)
+def run_rsr(root: Path, workdir: Path, agent: Any = oracle,
+            tasks: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    logs = inspect_eval(tasks_task("harbor", root, tasks, None), solver=agent(), model="mockllm/model",
+                        display="none", log_dir=str(workdir / f"rsr-logs-{agent.__name__}"), max_sandboxes=4)
     assert logs[0].status == "success", logs[0].error
     out = {}
     for s in logs[0].samples or []:
         score = s.scores["verifier"]
-        metrics = dict((score.metadata or {}).get("metrics") or {})
-        out[str(s.id)] = {"rewards": metrics, "probes": parse_probes(score.explanation or ""),
-                          "error": (score.metadata or {}).get("error")}
+        meta = score.metadata or {}
+        steps = [{"name": st["name"], "rewards": st["rewards"]} for st in meta.get("steps") or []]
+        if steps:
+            arts = {st["name"]: artifact_files((st.get("artifacts") or {}).get("dir")) for st in meta["steps"]}
+        else:
+            arts = artifact_files((meta.get("artifacts") or {}).get("dir"))
+        out[str(s.id)] = {"rewards": dict(meta.get("metrics") or {}), "steps": steps, "artifacts": arts,
+                          "probes": parse_probes(score.explanation or ""), "error": meta.get("error")}
     return out
 
 
 def compare(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
     """Field-level differences of one task (known ones excluded)."""
     diffs = []
-    if ours["rewards"] != theirs["rewards"]:
+    # No rewards at all (a trial whose verifier never returned): Harbor None, rsr an empty dict.
+    if (ours["rewards"] or None) != (theirs["rewards"] or None):
         diffs.append(f"rewards: rsr {ours['rewards']} vs Harbor {theirs['rewards']}")
+    if ours["steps"] != theirs["steps"]:
+        diffs.append(f"steps: rsr {ours['steps']} vs Harbor {theirs['steps']}")
+    if ours["artifacts"] != theirs["artifacts"]:
+        diffs.append(f"artifacts: rsr {ours['artifacts']} vs Harbor {theirs['artifacts']}")
     if not ours["probes"] and not theirs["probes"]:
         return diffs  # a task without the probe (the core tasks): rewards only
     for phase in ("agent", "verifier"):
@@ -288,13 +440,19 @@ def parity(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         shutil.copytree(REPO / "tasks" / "core" / name, root / name)
         names.append(name)
     unsupported = unsupported_tasks(root)
-    # Both runners at once: they share nothing but the Docker engine (and its build cache).
-    harbor = start_harbor([root / n for n in [*names, *unsupported]], work)
+    stepped = multi_step_tasks(root)
+    # Both runners at once: they share nothing but the Docker engine (and its build cache). The
+    # null agent runs on the multi-step and artifact tasks only (the rest have a null row elsewhere).
+    harbor = start_harbor([root / n for n in [*names, *unsupported, *stepped]], work)
+    harbor_nop = start_harbor([root / n for n in stepped], work, agent="nop")
     try:
         ours = run_rsr(root, work)
+        ours_null = run_rsr(root, work, null, stepped)
     finally:
         theirs = harbor_results(harbor, work)
-    return {"names": names, "unsupported": unsupported, "ours": ours, "theirs": theirs, "root": root}
+        theirs_nop = harbor_results(harbor_nop, work, "nop")
+    return {"names": [*names, *stepped], "unsupported": unsupported, "ours": ours, "theirs": theirs,
+            "root": root, "stepped": stepped, "ours_null": ours_null, "theirs_nop": theirs_nop}
 
 
 def test_harbor_and_rsr_oracles_agree_on_every_task(parity: dict[str, Any], capsys: pytest.CaptureFixture) -> None:
@@ -305,12 +463,43 @@ def test_harbor_and_rsr_oracles_agree_on_every_task(parity: dict[str, Any], caps
         assert ours is not None and theirs is not None, f"{name}: rsr {ours is not None}, Harbor {theirs is not None}"
         assert theirs["exception"] is None, f"{name}: Harbor failed: {theirs['exception']}"
         diffs = compare(ours, theirs)
-        table.append(f"{name:<14} reward rsr={ours['rewards']} harbor={theirs['rewards']} "
+        steps = f" steps rsr={ours['steps']} harbor={theirs['steps']}" if ours["steps"] or theirs["steps"] else ""
+        table.append(f"{name:<14} reward rsr={ours['rewards']} harbor={theirs['rewards']}{steps} "
                      f"{'same' if not diffs else '; '.join(diffs)}")
         failures += [f"{name}: {d}" for d in diffs]
     with capsys.disabled():
         print("\n" + "\n".join(table))
     assert not failures, "\n".join(failures)
+
+
+def test_harbor_and_rsr_null_agents_agree_on_multi_step_tasks(parity: dict[str, Any],
+                                                            capsys: pytest.CaptureFixture) -> None:
+    table, failures = [], []
+    for name in parity["stepped"]:
+        ours, theirs = parity["ours_null"].get(name), parity["theirs_nop"].get(name)
+        assert ours is not None and theirs is not None, f"{name}: rsr {ours is not None}, Harbor {theirs is not None}"
+        diffs = compare(ours, theirs)
+        table.append(f"{name:<16} null: rsr={ours['rewards']} steps={ours['steps']} "
+                     f"harbor={theirs['rewards']} steps={theirs['steps']} {'same' if not diffs else '; '.join(diffs)}")
+        failures += [f"{name}: {d}" for d in diffs]
+    with capsys.disabled():
+        print("\n" + "\n".join(table))
+    assert not failures, "\n".join(failures)
+
+
+def test_multi_step_rewards_follow_the_tasks_own_rules(parity: dict[str, Any]) -> None:
+    # Not only equal to Harbor: what each task was written to exercise.
+    gated = parity["ours"]["steps-gated"]
+    assert [s["name"] for s in gated["steps"]] == ["a", "b"]  # b's min_reward stopped the trial
+    assert gated["rewards"] == {"reward": 0.75, "exists": 0.5}  # mean, a missing key counting 0
+    assert parity["ours"]["two-steps"]["rewards"] == {"reward": 1.0}  # final
+    assert [s["rewards"] for s in parity["ours"]["steps-no-reward"]["steps"]] == [None]
+    assert [s["rewards"] for s in parity["ours"]["steps-separate"]["steps"]] == [{"reward": 1.0}, {"reward": 1.0}]
+    assert parity["ours"]["steps-setup"]["steps"] == [{"name": "ready", "rewards": {"reward": 1.0}},
+                                                      {"name": "broken", "rewards": None}]
+    assert parity["ours"]["steps-setup"]["rewards"] == {"reward": 1.0}
+    assert sorted(parity["ours"]["artifacts"]["artifacts"]) == [
+        "app/report.txt", "logs/artifacts/pub.txt", "out/hook.txt", "out/keep.txt"]
 
 
 def test_probe_sees_what_the_task_asked_for(parity: dict[str, Any]) -> None:
@@ -335,7 +524,10 @@ def test_lint_reports_no_harbor_difference_for_these_tasks(parity: dict[str, Any
 
     for name in parity["names"]:
         task = load_task(parity["root"] / name)
-        assert task.harbor_differences() + compose_differences(task) == [], name
+        found = task.harbor_differences() + compose_differences(task)
+        # The MCP servers run as in Harbor; naming them to the model is Terminus 2's (issue 20's
+        # harness half), which lint still reports until that lands.
+        assert [d for d in found if not (name == "mcp" and d.startswith("environment.mcp_servers"))] == [], name
 
 
 def test_lint_predicts_where_rsr_still_differs_from_harbor(parity: dict[str, Any],
