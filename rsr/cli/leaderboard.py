@@ -17,7 +17,7 @@ _LOGS = Annotated[list[Path], typer.Argument(help=".eval logs or folders holding
 DEFAULT_BOARD = Path("leaderboards")
 
 
-def _validate_all(logs: list[Path], board_dir: Path) -> list:
+def _validate_all(logs: list[Path], board_dir: Path, regrade: bool | None = None) -> list:
     from rsr.errors import RsrError
     from rsr.report.leaderboard import LogValidationError, load_board, validate_log
     from rsr.report.logs import find_logs
@@ -29,7 +29,7 @@ def _validate_all(logs: list[Path], board_dir: Path) -> list:
     ok, failures = [], []
     for f in files:
         try:
-            ok.append(validate_log(f, board))
+            ok.append(validate_log(f, board, regrade=regrade))
         except LogValidationError as e:
             failures.append(e)
     if failures:
@@ -46,10 +46,15 @@ def _validate_all(logs: list[Path], board_dir: Path) -> list:
     return ok
 
 
+_REGRADE = Annotated[bool | None, typer.Option(
+    "--regrade/--no-regrade", help="Re-run the verifier on every sample's evidence bundle (Docker) "
+    "and refuse a log whose scores it does not reproduce; default: when the board requires it.")]
+
+
 @app.command()
-def check(logs: _LOGS, board: _BOARD = DEFAULT_BOARD) -> None:
+def check(logs: _LOGS, board: _BOARD = DEFAULT_BOARD, regrade: _REGRADE = None) -> None:
     """Validate logs against the board's rules without adding anything."""
-    runs = _validate_all(logs, board)
+    runs = _validate_all(logs, board, regrade)
     console = Console()
     for v in runs:
         m = v.run.metrics()
@@ -57,7 +62,7 @@ def check(logs: _LOGS, board: _BOARD = DEFAULT_BOARD) -> None:
         console.print(f"[green]ok[/green] {v.run.path.name}: {v.run.benchmark}, "
                       f"{m.n_tasks} tasks x {m.n_runs} epochs, mean {m.mean:.3f}; integrity "
                       f"{i.mode}: {i.clean} clean, {i.warning} warning, {i.tampered} tampered, "
-                      f"{i.unknown} unknown")
+                      f"{i.unknown} unknown; regrade {v.regrade.status}")
 
 
 @app.command()
@@ -69,13 +74,29 @@ def add(
     board: _BOARD = DEFAULT_BOARD,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite an existing entry.")
                        ] = False,
+    regrade: _REGRADE = None,
 ) -> None:
-    """Validate logs and add them as one entry (one log per suite)."""
-    from rsr.report.leaderboard import build_entry, load_board, save_entry
+    """Validate logs and add them as one entry (one log per suite); the logs and their bundles
+    are kept under the board's logs/<entry>/ for the page to link."""
+    from rsr.errors import RsrError
+    from rsr.report.leaderboard import (
+        build_entry,
+        duplicate_problems,
+        load_board,
+        load_entries,
+        save_entry,
+        store_artifacts,
+    )
 
-    runs = _validate_all(logs, board)
+    runs = _validate_all(logs, board, regrade)
     cfg = load_board(board)
     entry = build_entry(runs, model_name=model_name, harness=harness, k=cfg.config.k)
+    reused = duplicate_problems(runs, load_entries(cfg.entries_dir), entry.id if replace else None, cfg.root)
+    if reused:
+        raise RsrError("refused: a log may back one entry only:\n" + "\n".join(f"  - {p}" for p in reused))
+    if (cfg.entries_dir / f"{entry.id}.json").exists() and not replace:
+        raise RsrError(f"{cfg.entries_dir / f'{entry.id}.json'} exists; pass --replace to overwrite the entry")
+    store_artifacts(entry, runs, cfg)
     path = save_entry(entry, cfg.entries_dir, replace=replace)
     Console().print(f"added {entry.id} ({', '.join(entry.suites)}) -> {path}")
 
@@ -94,7 +115,8 @@ def build(
 
     cfg = load_board(board)
     entries = load_entries(cfg.entries_dir)
-    page = build_site(entries, out, title=cfg.config.title, k=cfg.config.k)
+    page = build_site(entries, out, title=cfg.config.title, k=cfg.config.k,
+                      test_board=cfg.config.test_board, board_root=cfg.root)
     console = Console()
     console.print(f"wrote {page} ({len(entries)} entries)")
     if readme:

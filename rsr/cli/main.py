@@ -28,6 +28,10 @@ def _register() -> None:
     app.add_typer(report.app, name="report")
     app.add_typer(leaderboard.app, name="leaderboard")
 
+    from rsr.cli import regrade  # light: the verifier is imported when the command runs
+
+    app.command("regrade")(regrade.regrade)
+
     from rsr.cli import train
 
     app.add_typer(train.app, name="train")

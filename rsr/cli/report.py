@@ -21,15 +21,20 @@ def table5(
         "--label", help="Label of each folder, in order (default: the folder's name).")] = None,
     paper: Annotated[Path | None, typer.Option(
         "--paper", help="Reference numbers (YAML); default: the paper's Table 5.")] = None,
+    regrade: Annotated[bool, typer.Option(
+        "--regrade", help="Re-run the verifier on every log's evidence bundles (Docker) and mark each "
+        "cell: ✓ reproduced, ✗ not reproduced, ? no bundles.")] = False,
 ) -> None:
     """Table 5 from log folders: benchmarks x runs, the paper's numbers beside."""
     from rsr.report.table5 import build_table5, load_paper_table, write_table5
 
-    table = build_table5(log_dirs, label or [], load_paper_table(paper) if paper else None)
+    table = build_table5(log_dirs, label or [], load_paper_table(paper) if paper else None,
+                         regrade=regrade)
     paths = write_table5(table, out)
     console = Console()
     for r in table.runs:
-        found = ", ".join(sorted(r.metrics)) or "nothing"
+        found = ", ".join(f"{b} ({r.verification[b]})" if b in r.verification else b
+                          for b in sorted(r.metrics)) or "nothing"
         console.print(f"[bold]{r.label}[/bold]: {found}")
         for note in r.notes:
             console.print(f"  [yellow]note:[/yellow] {note}")

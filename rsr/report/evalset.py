@@ -153,7 +153,8 @@ def run_eval_set(
 
     tasks = []
     for suite in spec.suites:
-        args = {**suite.args, **(task_args or {})}
+        # Leaderboard and Table 5 runs keep evidence bundles unless a spec or -T says otherwise.
+        args = {"evidence": True, **suite.args, **(task_args or {})}
         try:
             tasks.append(registry_create("task", suite.task, **args))
         except RsrError as e:
@@ -187,4 +188,10 @@ def run_eval_set(
         tags=[t for t in (spec.name, label) if t],
         display=display,  # type: ignore[arg-type]
     )
-    return ok, [Path(log.location) for log in logs]
+    paths = [Path(log.location) for log in logs]
+    from rsr.verify.evidence import EVIDENCE_DIR, write_manifest
+
+    for path in paths:
+        if path.is_file() and (path.parent / EVIDENCE_DIR).is_dir():
+            write_manifest(path)  # evidence/manifests/<log>.json: the bundle's table of contents
+    return ok, paths

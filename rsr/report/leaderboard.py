@@ -41,6 +41,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rsr.errors import RsrError, TaskFormatError
+from rsr.report.consistency import SampleFacts, header_problems, sample_facts
 from rsr.report.integrity import IntegritySummary, summarize
 from rsr.report.logs import (
     LIGHT_FIELDS,
@@ -75,7 +76,7 @@ TB2_SUITES = {"tb2", "tb2_1"}
 SELECTION_ARGS = {"path", "tasks", "exclude"}
 # Where and how the samples ran, not what counts as a pass (the verdict's integrity metadata and
 # the task metadata record them); `unpinned` is checked on its own.
-RUN_ARGS = {"network", "sandbox", "images", "unpinned"}
+RUN_ARGS = {"network", "sandbox", "images", "unpinned", "evidence"}
 # `-T integrity=...` chooses how hard the verifier audits, never what is measured.
 INTEGRITY_ARG = "integrity"
 INTEGRITY_MODES = ("auto", "strict", "warn")
@@ -119,7 +120,16 @@ class BoardConfig(BaseModel):
     integrity: Literal["strict", "any"] = Field(
         default="any", description="`strict`: accept only logs whose every sample was verified "
         "under strict integrity (`-T integrity=strict`)")
+    require_regrade: bool = Field(
+        default=False, description="accept only logs whose every sample has an evidence bundle "
+        "and whose regrade (`rsr regrade`) reproduces every score")
     suites: dict[str, SuitePin]
+
+    @property
+    def test_board(self) -> bool:
+        """A board that accepts the reference solution and scripted models tests the pipeline;
+        its page says so."""
+        return self.reference_agents
 
     def min_epochs(self, benchmark: str) -> int:
         pin = self.suites.get(benchmark)
@@ -244,6 +254,13 @@ class LogRef(BaseModel):
     task: str
     model: str
     solver: str | None
+    samples_sha256: str | None = Field(
+        None, description="digest of the samples' uuids: the same run re-saved under other bytes")
+    stored: str | None = Field(None, description="the copy kept with the board, relative to its folder")
+
+
+def samples_digest(uuids: Iterable[str]) -> str:
+    return "sha256:" + hashlib.sha256("\n".join(sorted(uuids)).encode()).hexdigest()
 
 
 class HarnessInterface(BaseModel):
@@ -285,6 +302,30 @@ def harness_interface(stores: list[dict[str, Any]]) -> tuple[HarnessInterface | 
     return (seen.pop() if seen else None), []
 
 
+class BundleRef(BaseModel):
+    """A log's evidence bundle (rsr.verify.evidence): its run manifest and where it is kept."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    manifest: str = Field(description="digest of the run manifest")
+    samples: int
+    with_evidence: int = Field(description="samples whose verdict has a bundle")
+    stored: str | None = Field(None, description="the manifest kept with the board, relative to its folder")
+
+
+class RegradeVerdict(BaseModel):
+    """What re-running the verifier on the bundles (no model, no agent) gave."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["reproduced", "disagrees", "not-run"]
+    checked: str | None = None
+    verifier: str | None = Field(None, description="rsr version of the verifier that regraded")
+    samples: int = 0
+    reproduced: int = 0
+    problems: list[str] = Field(default_factory=list)
+
+
 class ValidatedRun(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -293,6 +334,9 @@ class ValidatedRun(BaseModel):
     log: LogRef
     integrity: IntegritySummary = Field(default_factory=IntegritySummary)
     interface: HarnessInterface | None = None
+    bundle: BundleRef | None = None
+    records: list[str] = Field(default_factory=list, description="per-sample evidence record digests")
+    regrade: RegradeVerdict = Field(default_factory=lambda: RegradeVerdict(status="not-run"))
 
 
 def _check_sample_scores(sample: Any, events: list[Any], summary: Any | None,
@@ -462,8 +506,11 @@ def _check_header(log: Any, problems: list[str]) -> None:
                             f"{want_r.get(key)}")
 
 
-def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
-    """Run every check; raise LogValidationError listing all problems found."""
+def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None = None) -> ValidatedRun:
+    """Run every check; raise LogValidationError listing all problems found.
+
+    `regrade` (default: when the board requires it) re-runs the verifier on every sample's
+    evidence bundle (Docker) and rejects the log unless every score is reproduced."""
     from inspect_ai.log import read_eval_log, read_eval_log_sample, read_eval_log_sample_summaries
 
     path = Path(path)
@@ -546,6 +593,8 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
     summaries = {(str(s.id), s.epoch): s for s in read_eval_log_sample_summaries(str(path))}
     log_pairs: set[tuple[str, str]] = set()
     stores: list[dict[str, Any]] = []
+    facts: list[SampleFacts] = []
+    uuids: list[str] = []
     for (sid, epoch), s in sorted(samples.items()):
         meta = s.metadata or {}
         name = str(meta.get("task_name") or sid)
@@ -563,6 +612,8 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
         full = read_eval_log_sample(str(path), id=s.id, epoch=epoch,
                                     exclude_fields=LIGHT_FIELDS - {"events", "store"})
         stores.append(full.store or {})
+        facts.append(sample_facts(full))
+        uuids.append(str(full.uuid or f"{sid}#{epoch}"))
         _check_sample_scores(s, full.events, summaries.get((sid, epoch)), problems)
 
     log_digest = task_set_digest(log_pairs)
@@ -587,6 +638,7 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
                         f"{', '.join(absent[:10])}{' ...' if len(absent) > 10 else ''}")
     interface, mixed = harness_interface(stores)
     problems.extend(mixed)
+    problems.extend(header_problems(log, facts, benchmark))
     # Errored samples were never verified: they have no verdict (and count as failures anyway).
     scores = [(s.scores or {}).get(SCORER) for s in samples.values()]
     integrity = summarize(score.metadata for score in scores if score is not None)
@@ -599,13 +651,80 @@ def validate_log(path: str | Path, board: LoadedBoard) -> ValidatedRun:
     else:
         _check_header(log, problems)
 
+    from rsr.verify.evidence import run_manifest
+
+    manifest = run_manifest(log)
+    records = [m.record for m in manifest.samples if m.record]
+    bundle = BundleRef(manifest=manifest.digest, samples=len(manifest.samples),
+                       with_evidence=len(records)) if records else None
+    verdict = RegradeVerdict(status="not-run")
+    must = board.config.require_regrade
+    if must and not manifest.complete:
+        problems.append(f"the board requires evidence bundles, but {len(manifest.samples) - len(records)} of "
+                        f"{len(manifest.samples)} samples have none: run through `rsr eval run` or with "
+                        "-T evidence=true")
+    elif (regrade if regrade is not None else must) and not problems:
+        verdict = regrade_verdict(path)
+        if verdict.status != "reproduced":
+            problems.extend(f"regrade: {p}" for p in verdict.problems)
     if problems:
         raise LogValidationError(path, problems)
     ref = LogRef(file=path.name, sha256=file_sha256(path), eval_id=spec.eval_id,
                  run_id=spec.run_id, created=str(spec.created), task=spec.task,
-                 model=spec.model, solver=spec.solver)
+                 model=spec.model, solver=spec.solver, samples_sha256=samples_digest(uuids))
     return ValidatedRun(run=run_from_log(log, path), suite_digest=disk_digest, log=ref,
-                        integrity=integrity, interface=interface)
+                        integrity=integrity, interface=interface, bundle=bundle, records=records,
+                        regrade=verdict)
+
+
+def regrade_verdict(path: Path) -> RegradeVerdict:
+    """Regrade a log from its bundles (rsr.verify.regrade) and summarise it for an entry."""
+    from rsr import __version__ as rsr_version
+    from rsr.verify.regrade import regrade_log
+
+    report = regrade_log(path)
+    return RegradeVerdict(status="reproduced" if report.ok else "disagrees",
+                          checked=datetime.now(UTC).strftime("%Y-%m-%d"), verifier=rsr_version,
+                          samples=len(report.samples), reproduced=report.reproduced,
+                          problems=report.problems()[:50])
+
+
+def _entry_records(result: SuiteResult, board_root: Path | None) -> set[str]:
+    """The evidence records of an entry's stored bundle manifest (empty when none is kept)."""
+    if board_root is None or result.bundle is None or not result.bundle.stored:
+        return set()
+    from rsr.verify.evidence import RunManifest
+
+    try:
+        manifest = RunManifest.model_validate_json((board_root / result.bundle.stored).read_text())
+    except (OSError, ValueError):
+        return set()
+    return {s.record for s in manifest.samples if s.record}
+
+
+def duplicate_problems(runs: list[ValidatedRun], entries: list[LeaderboardEntry],
+                       replacing: str | None = None, board_root: Path | None = None) -> list[str]:
+    """Every log (or bundle) that already backs another entry, naming the entry and what matched:
+    the file's sha256, the eval id, the samples' uuids (the same run re-saved), the bundle's
+    manifest, or any sample's evidence record (a bundle reused under another log)."""
+    problems: list[str] = []
+    for v in runs:
+        for e in entries:
+            if e.id == replacing:
+                continue
+            for r in e.suites.values():
+                shared = set(v.records) & _entry_records(r, board_root)
+                same = [what for what, mine, theirs in (
+                    ("file sha256", v.log.sha256, r.log.sha256),
+                    ("eval id", v.log.eval_id, r.log.eval_id),
+                    ("sample uuids", v.log.samples_sha256, r.log.samples_sha256),
+                    ("bundle manifest", v.bundle.manifest if v.bundle else None,
+                     r.bundle.manifest if r.bundle else None),
+                    (f"evidence records of {len(shared)} sample(s)", bool(shared), True)) if mine and mine == theirs]
+                if same:
+                    problems.append(f"{v.log.file}: already backs entry {e.id!r} ({e.model_name}, "
+                                    f"{r.benchmark}, log {r.log.file}): same {', '.join(same)}")
+    return problems
 
 
 def _check_overrides(sid: str, epoch: int, meta: dict[str, Any], task: Any,
@@ -646,6 +765,8 @@ class SuiteResult(BaseModel):
     log: LogRef
     integrity: IntegritySummary = Field(
         default_factory=IntegritySummary, description="the verifier's integrity verdicts per sample")
+    bundle: BundleRef | None = None
+    regrade: RegradeVerdict = Field(default_factory=lambda: RegradeVerdict(status="not-run"))
 
 
 class LeaderboardEntry(BaseModel):
@@ -699,7 +820,8 @@ def build_entry(validated: list[ValidatedRun], *, model_name: str, harness: str,
         suites[v.run.benchmark] = SuiteResult(benchmark=v.run.benchmark,
                                               suite_digest=v.suite_digest, metrics=m,
                                               ci95=1.96 * m.stderr, log=v.log,
-                                              integrity=v.integrity)
+                                              integrity=v.integrity, bundle=v.bundle,
+                                              regrade=v.regrade)
     import inspect_ai
 
     from rsr import __version__ as rsr_version
@@ -714,6 +836,27 @@ def build_entry(validated: list[ValidatedRun], *, model_name: str, harness: str,
         versions={"rsr": rsr_version, "inspect_ai": inspect_ai.__version__},
         suites=suites,
     )
+
+
+def store_artifacts(entry: LeaderboardEntry, runs: list[ValidatedRun], board: LoadedBoard) -> None:
+    """Keep each log, and its bundle (manifest and every blob it names), with the board under
+    `logs/<entry id>/`, so the page links them and anyone can regrade the entry from the board."""
+    import shutil
+
+    from rsr.verify.evidence import copy_bundle, manifest_path
+
+    folder = board.root / "logs" / entry.id
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for v in runs:
+        result = entry.suites[v.run.benchmark]
+        shutil.copy2(v.run.path, folder / v.run.path.name)
+        result.log.stored = (folder / v.run.path.name).relative_to(board.root).as_posix()
+        if result.bundle is not None:
+            copy_bundle(v.run.path, folder)
+            manifest = manifest_path(folder / "evidence", v.run.path)
+            result.bundle.stored = manifest.relative_to(board.root).as_posix()
 
 
 def load_entries(entries_dir: Path) -> list[LeaderboardEntry]:

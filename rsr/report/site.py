@@ -99,8 +99,10 @@ def _plot_suite(entries: list[LeaderboardEntry], suite: str, path: Path, k: int)
 
 
 def build_site(entries: list[LeaderboardEntry], out: Path, *, title: str, k: int = 3,
-               template: str = DEFAULT_TEMPLATE) -> Path:
-    """Write out/index.html and out/plots/<suite>.png; returns the page's path."""
+               template: str = DEFAULT_TEMPLATE, test_board: bool = False,
+               board_root: Path | None = None) -> Path:
+    """Write out/index.html and out/plots/<suite>.png, and copy the logs and bundles the
+    entries keep under the board (`logs/`) beside the page; returns the page's path."""
     try:
         import jinja2
     except ImportError as e:
@@ -111,10 +113,14 @@ def build_site(entries: list[LeaderboardEntry], out: Path, *, title: str, k: int
     (out / "plots").mkdir(exist_ok=True)
     for s in suites:
         _plot_suite(entries, s, out / "plots" / f"{s}.png", k)
+    if board_root is not None and (board_root / "logs").is_dir():
+        import shutil
+
+        shutil.copytree(board_root / "logs", out / "logs", dirs_exist_ok=True)
     source = resources.files("rsr.report").joinpath("templates").joinpath(template).read_text()
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     html = env.from_string(source).render(
-        title=title, k=k, suites=suites, process_suites=PROCESS_SUITES,
+        title=title, k=k, suites=suites, process_suites=PROCESS_SUITES, test_board=test_board,
         rows=sorted(entries, key=lambda e: e.id),  # the page's script ranks them
         entries=entries,
         ranks={e.id: i for i, e in enumerate(_ranked(entries, suites), start=1)},

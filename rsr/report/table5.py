@@ -41,8 +41,12 @@ K = 3
 CSV_COLUMNS = [
     "benchmark", "label", "status", "pass_at_3", "pass_hat_3", "mean", "stderr", "process",
     "process_stderr", "solved", "n_tasks", "n_runs", "n_errors", "n_missing", "run_means",
-    "model", "log", "paper_pass_at_3", "paper_mean", "paper_process",
+    "model", "log", "verification", "paper_pass_at_3", "paper_mean", "paper_process",
 ]
+
+# How a cell's numbers were checked (`rsr report table5 --regrade`).
+Verification = Literal["reproduced", "not-reproduced", "no-bundle", "not-regraded"]
+VERIFICATION_MARK = {"reproduced": "✓", "not-reproduced": "✗", "no-bundle": "?", "not-regraded": ""}
 
 
 class PaperRow(BaseModel):
@@ -114,6 +118,8 @@ class LabelledRun(BaseModel):
     runs: dict[str, RunLog]
     metrics: dict[str, SuiteMetrics]
     notes: list[str] = Field(default_factory=list)
+    verification: dict[str, Verification] = Field(
+        default_factory=dict, description="benchmark -> what regrading its log from the bundles gave")
 
 
 class TableRow(BaseModel):
@@ -137,9 +143,12 @@ class Table5(BaseModel):
 
 
 def build_table5(
-    folders: list[Path], labels: list[str] | None = None, paper: PaperTable | None = None
+    folders: list[Path], labels: list[str] | None = None, paper: PaperTable | None = None,
+    regrade: bool = False,
 ) -> Table5:
-    """Read every folder; labels pair with folders in order and default to folder names."""
+    """Read every folder; labels pair with folders in order and default to folder names.
+    `regrade`: re-run the verifier on every log's evidence bundles (Docker) and mark each cell
+    with the outcome."""
     labels = list(labels or [])
     if len(labels) > len(folders):
         raise RsrError(f"{len(labels)} labels given for {len(folders)} log folders")
@@ -156,8 +165,14 @@ def build_table5(
         if not found:
             notes.append(f"{folder}: no .eval logs found")
         metrics = {bench: run.metrics(k=K) for bench, run in found.items() if run.task_names()}
+        verification: dict[str, Verification] = {}
+        if regrade:
+            for bench, run in found.items():
+                verification[bench], note = _regraded(run)
+                if note:
+                    notes.append(f"{bench}: {note}")
         runs.append(LabelledRun(label=label, folder=folder, runs=found, metrics=metrics,
-                                notes=notes))
+                                notes=notes, verification=verification))
 
     rows = [TableRow(benchmark=r.benchmark, title=r.title, metric=r.metric,
                      paper_tasks=r.n_tasks) for r in paper.rows]
@@ -167,6 +182,20 @@ def build_table5(
         rows.append(TableRow(benchmark=bench, title=bench, metric="pass_at_3"))
         rows.append(TableRow(benchmark=bench, title=f"{bench} mean pass rate", metric="mean"))
     return Table5(runs=runs, rows=rows, benchmarks=paper_benchmarks + extra, paper=paper)
+
+
+def _regraded(run: RunLog) -> tuple[Verification, str]:
+    from rsr.verify.regrade import regrade_log
+
+    report = regrade_log(run.path)
+    if report.ok:
+        return "reproduced", ""
+    if all(s.status in ("no-bundle", "bundle-missing") for s in report.samples):
+        return "no-bundle", ("no evidence bundles beside the log (run with -T evidence=true; keep the "
+                             "evidence/ folder with the log): not regraded")
+    problems = report.problems()
+    return "not-reproduced", (f"regrade reproduced {report.reproduced}/{len(report.samples)} samples: "
+                              + "; ".join(problems[:5]) + (" ..." if len(problems) > 5 else ""))
 
 
 def _pct(x: float) -> str:
@@ -202,8 +231,14 @@ def _rel(path: Path, start: Path) -> str:
     return Path(os.path.relpath(path.resolve(), start.resolve())).as_posix()
 
 
+def _marked(cell: str, status: Verification) -> str:
+    mark = VERIFICATION_MARK[status]
+    return f"{cell} {mark}" if mark and cell != "missing" else cell
+
+
 def render_markdown(table: Table5, out_dir: Path) -> str:
     labels = [r.label for r in table.runs]
+    regraded = any(r.verification for r in table.runs)
     cols = ["benchmark", "tasks", *labels, *[f"paper: {c}" for c in table.paper.columns]]
     lines = [
         "# Table 5",
@@ -212,6 +247,9 @@ def render_markdown(table: Table5, out_dir: Path) -> str:
         "mean is the pass rate over all runs ± its standard error over tasks; process is the "
         "mean process reward. Errored and missing runs count as failures. "
         f"Paper columns: {table.paper.source}.",
+        *(["", "Verification (`--regrade`: every log re-verified from its evidence bundles, no model "
+            "or agent): ✓ every score reproduced; ✗ some score not reproduced (see Runs); ? the log "
+            "keeps no bundles."] if regraded else []),
         "",
         "| " + " | ".join(cols) + " |",
         "|" + "---|" * len(cols),
@@ -221,7 +259,9 @@ def render_markdown(table: Table5, out_dir: Path) -> str:
                    if row.benchmark in r.metrics}
         tasks = "/".join(str(n) for n in sorted(n_tasks)) or (
             f"({row.paper_tasks})" if row.paper_tasks else "")
-        cells = [_cell(r.metrics.get(row.benchmark), row.metric) for r in table.runs]
+        cells = [_marked(_cell(r.metrics.get(row.benchmark), row.metric),
+                         r.verification.get(row.benchmark, "not-regraded"))
+                 for r in table.runs]
         paper = [_paper_cell(table.paper.value(row.benchmark, row.metric, c), row.metric)
                  for c in table.paper.columns]
         lines.append("| " + " | ".join([row.title, tasks, *cells, *paper]) + " |")
@@ -233,8 +273,10 @@ def render_markdown(table: Table5, out_dir: Path) -> str:
             m = r.metrics.get(bench)
             detail = (f"{m.n_tasks} tasks x {m.n_runs} runs, {m.n_errors} errored, "
                       f"{m.n_missing} missing" if m else "no samples")
+            check = r.verification.get(bench)
             lines.append(f"  - {bench}: [{run.path.name}]({_rel(run.path, out_dir)}) "
-                         f"({run.model}, {run.status}; {detail})")
+                         f"({run.model}, {run.status}; {detail})"
+                         + (f"; regrade: {check}" if check else ""))
         lines.extend(f"  - note: {n}" for n in r.notes)
 
     lines += _task_breakdown(table, out_dir)
@@ -334,6 +376,7 @@ def csv_rows(table: Table5) -> list[dict[str, object]]:
                     n_runs=m.n_runs, n_errors=m.n_errors, n_missing=m.n_missing,
                     run_means=";".join(f"{x:.6g}" for x in m.run_means),
                     model=run.model, log=str(run.path),
+                    verification=r.verification.get(bench, "not-regraded"),
                 )
             out.append(row)
     return out

@@ -40,7 +40,8 @@ def effective_internet(task: LoadedTask, network: str = "task") -> bool:
 
 
 def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: ImageMap | str | None = None,
-                integrity: str = "auto", network: str = "task", bridge: bool | None = None) -> Sample:
+                integrity: str = "auto", network: str = "task", bridge: bool | None = None,
+                evidence: bool = False) -> Sample:
     cfg = task.config
     internet = effective_internet(task, network)
     return Sample(
@@ -77,6 +78,8 @@ def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: I
             "cpus": cfg.environment.cpus,
             "memory_mb": cfg.environment.memory_mb,
             "integrity_policy": integrity,
+            # Keep the sample's evidence bundle beside the log (rsr.verify.evidence).
+            "evidence": evidence,
         },
         sandbox=sandbox_spec(task, sandbox, images, allow_internet=internet, bridge=bridge),
         setup=sample_setup(task),
@@ -108,11 +111,11 @@ INTEGRITY_MODES = ("auto", "strict", "warn")
 def suite_task(suite: str, path: str | None, tasks: str | list[str] | None,
                exclude: str | list[str] | None, solver: Solver | None = None, *,
                network: str = "task", unpinned: bool = False, sandbox: str = "docker", images: str | None = None,
-               integrity: str = "auto") -> Task:
+               integrity: str = "auto", evidence: bool = False) -> Task:
     root = resolve_suite_path(suite, path)
     pin = check_pin(suite, root, unpinned=_flag(unpinned))
     return tasks_task(suite, root, tasks, exclude, solver, network=network, pin=pin, sandbox=sandbox,
-                      images=images, integrity=integrity)
+                      images=images, integrity=integrity, evidence=_flag(evidence))
 
 
 def _flag(value: Any) -> bool:
@@ -125,7 +128,7 @@ def _flag(value: Any) -> bool:
 def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
                exclude: str | list[str] | None, solver: Solver | None = None, *,
                network: str = "task", pin: PinCheck | None = None, sandbox: str = "docker",
-               images: str | None = None, integrity: str = "auto") -> Task:
+               images: str | None = None, integrity: str = "auto", evidence: bool = False) -> Task:
     """An Inspect task with one sample per task directory below root."""
     if integrity not in INTEGRITY_MODES:
         raise RsrError(f"-T integrity={integrity!r}: expected one of {', '.join(INTEGRITY_MODES)}")
@@ -139,12 +142,13 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
     if not loaded.tasks:
         raise TaskFormatError(root, None, "no tasks found" + (f" matching {tasks!r}" if tasks else ""))
     metadata: dict[str, Any] = {"suite": suite, "suite_path": str(root), "network_policy": network,
-                                "integrity": integrity, "sandbox": sandbox}
+                                "integrity": integrity, "sandbox": sandbox, "evidence": evidence}
     if pin is not None:
         metadata.update(pin_status=pin.status, unpinned=pin.status == "unpinned", suite_digest=pin.digest,
                         pinned_digest=pin.expected, pinned_commit=pin.commit, pin_reason=pin.reason)
     return Task(
-        dataset=MemoryDataset([task_sample(t, suite, sandbox, found, integrity, network) for t in loaded.tasks],
+        dataset=MemoryDataset([task_sample(t, suite, sandbox, found, integrity, network, evidence=evidence)
+                               for t in loaded.tasks],
                               name=suite, location=str(root)),
         solver=solver or _default_solver(),
         scorer=verifier(integrity),
@@ -158,15 +162,16 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
 def _suite(name: str):  # noqa: ANN202 - builds a registered @task per suite
     def factory(path: str | None = None, tasks: str | None = None, exclude: str | None = None,
                 network: str = "task", unpinned: bool = False, sandbox: str = "docker", images: str | None = None,
-                integrity: str = "auto") -> Task:
+                integrity: str = "auto", evidence: bool = False) -> Task:
         return suite_task(name, path, tasks, exclude, network=network, unpinned=unpinned, sandbox=sandbox,
-                          images=images, integrity=integrity)
+                          images=images, integrity=integrity, evidence=evidence)
 
     factory.__name__ = name
     factory.__doc__ = (f"The {name} suite (`-T path=` for a local copy, `-T tasks=glob,...`, `-T exclude=glob,...`, "
                        "`-T network=none` to give no sample a network, `-T unpinned=true` to run a copy that "
                        "differs from the pin, `-T sandbox=docker|compose|k8s`, `-T images=MAP` for k8s, "
-                       "`-T integrity=auto|strict|warn`).")
+                       "`-T integrity=auto|strict|warn`, `-T evidence=true` to keep each sample's evidence "
+                       "bundle beside the log for `rsr regrade`).")
     return task(name=name)(factory)
 
 
@@ -182,7 +187,8 @@ lhtb = _suite("lhtb")
 
 @task
 def harbor(path: str, tasks: str | None = None, exclude: str | None = None, network: str = "task",
-           sandbox: str = "docker", images: str | None = None, integrity: str = "auto") -> Task:
+           sandbox: str = "docker", images: str | None = None, integrity: str = "auto",
+           evidence: bool = False) -> Task:
     """Any Harbor (or Terminal-Bench 1) dataset directory or single task directory."""
     return tasks_task("harbor", Path(path), tasks, exclude, network=network, sandbox=sandbox, images=images,
-                      integrity=integrity)
+                      integrity=integrity, evidence=_flag(evidence))

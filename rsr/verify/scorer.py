@@ -3,19 +3,105 @@
 from __future__ import annotations
 
 import contextlib
+import os
+from pathlib import Path
 from typing import Any
 
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 from inspect_ai.util import store
 
-from rsr.tasks.load import task_from_metadata
+from rsr.errors import RsrError
+from rsr.tasks.load import LoadedTask, task_from_metadata
 from rsr.verify.artifacts import Collected, collect, sample_artifacts_dir
+from rsr.verify.evidence import EVIDENCE_DIR, SCORE_KEY, BlobStore, SampleEvidence
 from rsr.verify.steps import STORE_ARTIFACTS_DIR, STORE_STEPS, StepsRecord, trial_result
 from rsr.verify.verifier import Integrity, VerifierResult, verify
 
 STORE_ARTIFACTS = "rsr/artifacts"
 """Sample store key: the artifacts collected after the agent (`Collected`), for evidence bundles."""
+
+EVIDENCE_STORE_ENV = "RSR_EVIDENCE_STORE"
+STORE_KEY = "rsr_evidence"
+"""Sample store key: `{"record": digest, "store": absolute path of the bundle store}`, so that
+`inspect score` on the finished log (which rebuilds the state from the store, not the scores)
+finds the bundle."""
+
+
+def _has_sandbox() -> bool:
+    from inspect_ai.util import sandbox
+
+    try:
+        sandbox()
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _log_store() -> BlobStore | None:
+    """The bundle store beside the log this sample is being written to."""
+    try:
+        # Inspect exposes the running sample's log location only through its active-sample record.
+        from inspect_ai.log._samples import sample_active
+    except ImportError:  # pragma: no cover - a newer Inspect moved it: bundles are then not kept
+        return None
+    active = sample_active()
+    location = getattr(active, "log_location", None)
+    if not location or "://" in str(location):
+        return None
+    return BlobStore(Path(location).resolve().parent / EVIDENCE_DIR)
+
+
+def _reward_files_read() -> dict[str, bytes | None]:
+    """The reward files as the verifier read them (its transcript record, rsr.verify.verifier)."""
+    from inspect_ai.log import transcript
+
+    for event in reversed(transcript().events):
+        data = getattr(event, "data", None)
+        if event.event == "info" and getattr(event, "source", None) == "rsr/verifier" and isinstance(data, dict):
+            files = data.get("reward_files") or {}
+            return {k: (v.encode() if isinstance(v, str) else None) for k, v in files.items()}
+    return {}
+
+
+async def _regrade_finished(state: TaskState, task: LoadedTask) -> VerifierResult:
+    """A finished log has no sandbox: the verdict can only come from the sample's bundle."""
+    kept = state.store.get(STORE_KEY) if state.store is not None else None
+    if not isinstance(kept, dict) or not kept.get("record") or not kept.get("store"):
+        raise RsrError(
+            f"rsr/verifier: sample {state.sample_id} epoch {state.epoch} has no sandbox any more (the run "
+            "finished) and its log keeps no evidence bundle, so its tests cannot be run again; its logged "
+            "score stands. Runs with -T evidence=true (the default of `rsr eval run`) keep bundles that "
+            "`inspect score --scorer rsr/verifier` and `rsr regrade LOG` regrade.")
+    from rsr.verify.regrade import regrade_record
+
+    # The absolute path recorded at run time; RSR_EVIDENCE_STORE when the log's evidence/ moved.
+    store = BlobStore(os.environ.get(EVIDENCE_STORE_ENV) or kept["store"])
+    record = store.get_model(kept["record"], SampleEvidence, "evidence record")
+    if record.task_digest != task.digest:
+        raise RsrError(f"rsr/verifier: sample {state.sample_id}: task {task.name} at {task.paths.task_dir} has "
+                       f"digest {task.digest}, but the bundle records {record.task_digest}")
+    return await regrade_record(task, record, store)
+
+
+def _score(result: VerifierResult, task: LoadedTask, evidence: dict[str, Any] | None,
+           extra: dict[str, Any] | None = None) -> Score:
+    return Score(
+        value=result.score_value(),
+        answer="passed" if result.passed else "failed",
+        explanation=result.explanation,
+        metadata={
+            "milestones": result.milestones,
+            "metrics": result.metrics,
+            "error": result.error,
+            "returncode": result.returncode,
+            "verifier_duration_sec": result.duration_sec,
+            "task_digest": task.digest,
+            "integrity": result.integrity.model_dump() if result.integrity else None,
+            SCORE_KEY: evidence,
+            **(extra or {}),
+        },
+    )
 
 
 @scorer(metrics={"passed": [mean(), stderr()], "reward": [mean()], "process": [mean()]})
@@ -23,38 +109,41 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
     """Score = {passed (1 only for full success), reward (the task's), process (milestone
     fraction, else = passed)}; the explanation carries the capped test output, the metadata the
     integrity report (`integrity`: auto = strict for tasks that declare `allow_changes`), the
-    collected artifacts and, for a multi-step task, every step's rewards (`steps`)."""
+    collected artifacts, for a multi-step task every step's rewards (`steps`) and, for runs with
+    `-T evidence=true`, the digest of the sample's evidence bundle (`evidence`)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         task = task_from_metadata(state.metadata)
+        if not _has_sandbox():
+            kept = (state.store.get(STORE_KEY) if state.store is not None else None) or None
+            return _score(await _regrade_finished(state, task), task,
+                          {"record": kept["record"], "regraded": True} if kept else None)
         extra: dict[str, Any] = {}
         if task.config.steps:
+            # Multi-step samples were verified step by step with the agent: no bundle (yet).
             result, extra = _multi_step(task)
-        else:
-            # Harbor collects artifacts after the agent, before the tests.
-            root = sample_artifacts_dir(task, getattr(state, "uuid", None))
-            collected = await collect(task, root / "artifacts")
-            if not collected.files:
-                with contextlib.suppress(OSError):
-                    root.rmdir()  # nothing kept, no directory left behind
-            store().set(STORE_ARTIFACTS, collected.model_dump())
-            extra["artifacts"] = collected.model_dump()
-            result = await verify(task, integrity=state.metadata.get("integrity_policy") or integrity)
-        return Score(
-            value=result.score_value(),
-            answer="passed" if result.passed else "failed",
-            explanation=result.explanation,
-            metadata={
-                "milestones": result.milestones,
-                "metrics": result.metrics,
-                "error": result.error,
-                "returncode": result.returncode,
-                "verifier_duration_sec": result.duration_sec,
-                "task_digest": task.digest,
-                "integrity": result.integrity.model_dump() if result.integrity else None,
-                **extra,
-            },
-        )
+            return _score(result, task, None, extra)
+        # Harbor collects artifacts after the agent, before the tests.
+        root = sample_artifacts_dir(task, getattr(state, "uuid", None))
+        collected = await collect(task, root / "artifacts")
+        if not collected.files:
+            with contextlib.suppress(OSError):
+                root.rmdir()  # nothing kept, no directory left behind
+        store().set(STORE_ARTIFACTS, collected.model_dump())
+        extra["artifacts"] = collected.model_dump()
+        mode = state.metadata.get("integrity_policy") or integrity
+        bundles = _log_store() if state.metadata.get("evidence") else None
+        result = await verify(task, integrity=mode, keep_evidence=bundles is not None)
+        evidence = None
+        if bundles is not None:
+            from rsr.verify.recording import keep_evidence
+
+            record = await keep_evidence(task, result, result.integrity.mode if result.integrity else mode, bundles,
+                                         _reward_files_read(), state.uuid)
+            if record is not None:
+                evidence = {"record": record}
+                state.store.set(STORE_KEY, {"record": record, "store": str(bundles.root)})
+        return _score(result, task, evidence, extra)
 
     return score
 

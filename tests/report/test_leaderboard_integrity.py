@@ -57,7 +57,12 @@ def test_integrity_verdicts_do_classify_the_verifiers_records() -> None:
 def test_validate_log_rejects_an_agent_that_is_not_a_registered_harness(
         log_of, board: Path, tmp_path: Path) -> None:
     def renamed(log: EvalLog) -> None:
-        log.eval.solver = "myorg/sneaky"  # what `inspect eval --solver myorg/sneaky` records
+        # What `inspect eval --solver myorg/sneaky` records: the header, the plan and the spans.
+        log.eval.solver = log.plan.steps[0].solver = "myorg/sneaky"
+        for sample in log.samples:
+            for e in sample.events:
+                if e.event == "span_begin" and e.type in ("solver", "agent"):
+                    e.name = "myorg/sneaky" if e.type == "solver" else "sneaky"
 
     bad = _rewritten(log_of("null"), tmp_path / "x.eval", renamed)
     with pytest.raises(LogValidationError, match=r"agent 'myorg/sneaky' is not a registered rsr harness"):

@@ -1,0 +1,254 @@
+"""Regrade: re-run the verifier on a log's evidence bundles, with no model and no agent.
+
+For every sample, `regrade_log` reads the sample's evidence record (its digest is in the
+score's metadata), checks that the task on disk is the one the log ran (task digest), that the
+pristine image is the one the agent started from (image id), and that every blob still hashes
+to its name, then applies the kept changes to a fresh container of the pristine image and runs
+the task's tests in it (`rsr.verify.verifier.verify_changes`, the verifier every live run
+uses). A sample is *reproduced* when the fresh verdict equals the logged score.
+
+What a regrade proves: the logged scores follow from the recorded final files under this
+verifier and these tests. What it does not prove: that the agent (or model) named in the log
+produced those files — a bundle is evidence of the end state, not of the trajectory. Regrading
+an old run with today's verifier is how a verifier fix reaches published results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rsr.errors import RsrError
+from rsr.tasks.load import LoadedTask, load_task
+from rsr.verify.evidence import (
+    BlobStore,
+    EvidenceError,
+    MissingBlob,
+    SampleEvidence,
+    record_of,
+    run_manifest,
+    store_for_log,
+    write_manifest,
+)
+
+__all__ = ["RegradeReport", "SampleRegrade", "regrade_log", "regrade_record"]
+
+SCORER = "verifier"
+TOL = 1e-9
+Status = Literal["reproduced", "differs", "no-bundle", "bundle-missing", "bundle-modified", "task-changed",
+                 "image-changed",
+                 "unsupported", "error"]
+
+
+class SampleRegrade(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    epoch: int
+    task_name: str
+    status: Status
+    reason: str = ""
+    logged: dict[str, float] | None = None
+    regraded: dict[str, float] | None = None
+    seconds: float | None = None
+
+    @property
+    def where(self) -> str:
+        return f"sample {self.id} epoch {self.epoch}"
+
+
+class RegradeReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    log: str
+    manifest: str | None = Field(None, description="digest of the log's run manifest")
+    verifier: str = Field(description="rsr version of the verifier that regraded")
+    samples: list[SampleRegrade]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.samples) and all(s.status == "reproduced" for s in self.samples)
+
+    @property
+    def reproduced(self) -> int:
+        return sum(s.status == "reproduced" for s in self.samples)
+
+    def problems(self) -> list[str]:
+        return [f"{s.where} ({s.task_name}): {s.status}: {s.reason}" for s in self.samples
+                if s.status != "reproduced"]
+
+
+def _close(a: dict[str, float] | None, b: dict[str, float] | None) -> bool:
+    if a is None or b is None or a.keys() != b.keys():
+        return False
+    return all(math.isclose(float(a[k]), float(b[k]), abs_tol=TOL) for k in a)
+
+
+def image_facts(image: str) -> dict[str, Any] | None:
+    """The engine's record of an image (None: not on this engine)."""
+    from docker.errors import ImageNotFound
+
+    from rsr.sandbox import engine
+
+    try:
+        return engine.api().inspect_image(image)
+    except ImageNotFound:
+        return None
+
+
+def recorded_changes(record: SampleEvidence, store: BlobStore, workdir: Path) -> Any:
+    """The verifier's Changes rebuilt from a bundle: its record, its archive in `workdir`."""
+    from rsr.verify.deliverables import Changes
+
+    archive = store.get(record.changes.archive, "kept-changes archive")
+    described = json.loads(store.get(record.changes.changes, "changes record"))
+    path = workdir / "changes.tar"
+    path.write_bytes(archive)
+    changes = Changes.model_validate({**described, "archive_path": str(path)})
+    if changes.image != record.image.id or "sha256:" + changes.archive_sha256 != record.changes.archive:
+        raise EvidenceError(f"the changes record {record.changes.changes} names another image or archive than "
+                            "the sample's record")
+    # The agent's network is gone: the regrade runs the tests with none.
+    host = dict((changes.container or {}).get("HostConfig") or {})
+    host["NetworkMode"] = "none"
+    changes.container = {**(changes.container or {}), "HostConfig": host}
+    return changes
+
+
+async def regrade_record(task: LoadedTask, record: SampleEvidence, store: BlobStore) -> Any:
+    """The verifier's fresh verdict (a VerifierResult) on a recorded sample: its kept changes on a
+    fresh container of the pristine image, the task's tests, the integrity rules of its mode."""
+    from rsr.verify.verifier import verify_changes
+
+    mode = record.inputs.integrity if record.inputs.integrity in ("strict", "warn") else "auto"
+    with tempfile.TemporaryDirectory(prefix="rsr-regrade-") as tmp:
+        changes = recorded_changes(record, store, Path(tmp))
+        return await verify_changes(task, changes, integrity=mode)  # type: ignore[arg-type]
+
+
+def _load_task(meta: dict[str, Any], name: str, tasks_root: Path | None) -> LoadedTask:
+    where = (tasks_root / name) if tasks_root is not None else Path(str(meta.get("task_dir") or ""))
+    if not str(where) or not where.is_dir():
+        raise RsrError(f"task {name!r} not found at {where} (pass --tasks DIR: the suite folder)")
+    return load_task(where)
+
+
+async def _regrade_sample(sample: Any, store: BlobStore, tasks_root: Path | None) -> SampleRegrade:
+    meta = sample.metadata or {}
+    score = (sample.scores or {}).get(SCORER)
+    name = str(meta.get("task_name") or sample.id)
+    out = SampleRegrade(id=str(sample.id), epoch=int(sample.epoch), task_name=name, status="error",
+                        logged=({k: float(v) for k, v in score.value.items()}
+                                if score is not None and isinstance(score.value, dict) else None))
+    digest = record_of(score.metadata if score is not None else None)
+    if digest is None:
+        out.status, out.reason = "no-bundle", "the sample's score names no evidence record"
+        return out
+    try:
+        record = store.get_model(digest, SampleEvidence, "evidence record")
+        for what, blob in record.named_blobs():
+            store.get(blob, what)
+    except MissingBlob as e:
+        out.status, out.reason = "bundle-missing", str(e)
+        return out
+    except EvidenceError as e:
+        out.status, out.reason = "bundle-modified", str(e)
+        return out
+    if record.sample_uuid is not None and record.sample_uuid != sample.uuid:
+        out.status, out.reason = "bundle-modified", (f"the record belongs to sample uuid {record.sample_uuid}, not "
+                                                     f"this sample's {sample.uuid}")
+        return out
+    logged_digest = meta.get("task_digest")
+    if record.task_digest != logged_digest:
+        out.status, out.reason = "bundle-modified", (f"the record's task digest {record.task_digest} is not the "
+                                                     f"sample's {logged_digest}")
+        return out
+    if out.logged is not None and not _close(out.logged, record.outputs.score):
+        out.status, out.reason = "bundle-modified", (f"the record's score {record.outputs.score} is not the "
+                                                     f"logged {out.logged}")
+        return out
+    try:
+        task = _load_task(meta, name, tasks_root)
+    except Exception as e:  # noqa: BLE001 - a task that no longer loads is that sample's finding
+        out.status, out.reason = "task-changed", f"{e}"
+        return out
+    if task.digest != record.task_digest:
+        out.status, out.reason = "task-changed", (f"task {name} at {task.paths.task_dir} has digest {task.digest}; "
+                                                  f"the log ran {record.task_digest}")
+        return out
+    if task.config.verifier.isolation == "live":
+        out.status, out.reason = "unsupported", ("the task's tests check processes the agent left running, which "
+                                                 "a bundle of files cannot bring back")
+        return out
+    facts = await asyncio.to_thread(image_facts, record.image.id)
+    if facts is None:
+        out.status, out.reason = "image-changed", (f"the pristine image {record.image.id} is not on this engine "
+                                                   "(pull or rebuild the task's image by digest)")
+        return out
+    layers = list((facts.get("RootFS") or {}).get("Layers") or [])
+    if record.image.layers and layers != record.image.layers:
+        out.status, out.reason = "image-changed", f"image {record.image.id} has other layers than recorded"
+        return out
+    started = time.monotonic()
+    try:
+        result = await regrade_record(task, record, store)
+    except EvidenceError as e:
+        out.status, out.reason = "bundle-modified", str(e)
+        return out
+    out.seconds = time.monotonic() - started
+    out.regraded = result.score_value()
+    if _close(out.logged, out.regraded):
+        out.status = "reproduced"
+    else:
+        out.status = "differs"
+        out.reason = (f"logged {out.logged}, regraded {out.regraded}"
+                      + (f" ({result.error})" if result.error else ""))
+    return out
+
+
+def regrade_log(path: str | Path, *, store: str | Path | None = None, tasks_root: str | Path | None = None,
+                on_sample: Any = None, jobs: int = 1) -> RegradeReport:
+    """Regrade every sample of a log from its bundles; `tasks_root`: the suite folder to load
+    tasks from instead of the paths the log recorded; `on_sample(SampleRegrade)` after each;
+    `jobs` samples at a time."""
+    from inspect_ai.log import read_eval_log
+
+    from rsr import __version__ as rsr_version
+
+    path = Path(path)
+    try:
+        log = read_eval_log(str(path), exclude_fields={"events", "messages", "attachments", "store"})
+    except FileNotFoundError as e:
+        raise RsrError(f"{path}: log file not found") from e
+    blobs = store_for_log(path, store)
+    root = Path(tasks_root) if tasks_root is not None else None
+    manifest = run_manifest(log)
+    if blobs.root.is_dir():
+        try:
+            write_manifest(path, blobs, manifest)
+        except OSError:  # a read-only copy (a published board) regrades all the same
+            pass
+
+    limit = asyncio.Semaphore(max(1, jobs))
+
+    async def one(s: Any) -> SampleRegrade:
+        async with limit:
+            result = await _regrade_sample(s, blobs, root)
+        if on_sample is not None:
+            on_sample(result)
+        return result
+
+    async def run_all() -> list[SampleRegrade]:
+        return list(await asyncio.gather(*(one(s) for s in sorted(log.samples or [],
+                                                                    key=lambda s: (str(s.id), s.epoch)))))
+
+    samples = asyncio.run(run_all())
+    return RegradeReport(log=str(path), manifest=manifest.digest if manifest.complete else None, verifier=rsr_version,
+                         samples=samples)
