@@ -10,6 +10,8 @@ near 1/len(CANDIDATES) and only the verifier's reward can tell it which one is r
 from __future__ import annotations
 
 import json
+import random
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,8 @@ CANDIDATES = ["mkdir /app/out", "touch /app/done", "ls /app", "pwd"]
 def reply(command: str | None) -> str:
     commands = [{"keystrokes": command + "\n", "duration": 0.1}] if command else []
     return json.dumps({"analysis": "One command does it." if command else "Done.",
-                       "plan": command or "", "commands": commands, "task_complete": True})
+                       "plan": "Run it." if command else "", "commands": commands,
+                       "task_complete": True})
 
 
 def scripted_policy(candidates: list[str]) -> Any:
@@ -51,10 +54,29 @@ def scripted_policy(candidates: list[str]) -> Any:
     return generate
 
 
-def collect_rows(out: Path, *, repeats: int = 2, root: Path = TINY_TASKS,
-                 concurrency: int = 4, sandbox: str = "docker") -> Path:
+HOSTNAME = re.compile(r"root@[0-9a-f]{12}:")
+
+
+def with_hostnames(rows: list[dict[str, Any]], copies: int, seed: int) -> list[dict[str, Any]]:
+    """Each row again `copies` times with other container hostnames in the prompts: a tiny
+    model fitted to a few rows otherwise keys on the hostnames it saw (each sandbox has a
+    new one), and its replies fall apart in every real rollout."""
+    rng = random.Random(seed)
+    out = list(rows)
+    for _ in range(copies):
+        for row in rows:
+            host = "root@" + "".join(rng.choice("0123456789abcdef") for _ in range(12)) + ":"
+            out.append({**row, "messages": [
+                {**m, "content": HOSTNAME.sub(host, m["content"])} for m in row["messages"]]})
+    return out
+
+
+def collect_rows(out: Path, *, repeats: int = 1, hostname_copies: int = 7,
+                 root: Path = TINY_TASKS, concurrency: int = 4, sandbox: str = "docker",
+                 seed: int = 0) -> Path:
     """Run the scripted mix through terminus2 on real sandboxes; write the conversations
-    (one row per sample, with its task and verifier result) as SFT JSONL."""
+    (one row per sample, with its task and verifier result, plus hostname variants) as SFT
+    JSONL."""
     from inspect_ai import Task
     from inspect_ai import eval as inspect_eval
     from inspect_ai.agent import as_solver
@@ -83,12 +105,13 @@ def collect_rows(out: Path, *, repeats: int = 2, root: Path = TINY_TASKS,
                                   if m.role in ("user", "assistant")],
                      "task": str((smp.metadata or {}).get("task_name")),
                      "passed": float(score.value["passed"])})  # type: ignore[index]
+    rows = with_hostnames(rows, hostname_copies, seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return out
 
 
-def recipe(rows: Path, output_dir: Path, *, epochs: float = 40, seed: int = 0) -> dict[str, Any]:
+def recipe(rows: Path, output_dir: Path, *, epochs: float = 4, seed: int = 0) -> dict[str, Any]:
     """The tiny SFT recipe of the cold start (rsr.training's format)."""
     return {
         "name": "rl-tiny-coldstart",
@@ -98,7 +121,7 @@ def recipe(rows: Path, output_dir: Path, *, epochs: float = 40, seed: int = 0) -
         "method": "full",
         "data": {"datasets": [{"path": str(rows)}], "max_length": 4096,
                  "mask_check_rows": None, "loss_probe_rows": 8},
-        "train": {"learning_rate": 2e-3, "lr_scheduler": "constant", "warmup_ratio": 0.0,
+        "train": {"learning_rate": 3e-3, "lr_scheduler": "constant", "warmup_ratio": 0.0,
                   "epochs": epochs, "per_device_batch_size": 4, "precision": "fp32",
                   "activation_checkpointing": False, "seed": seed, "logging_steps": 10,
                   "save_steps": 100000, "use_cpu": True, "resume": False},

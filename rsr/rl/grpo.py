@@ -115,7 +115,7 @@ def _peft_config(cfg: RLConfig) -> Any:
 def run(cfg: RLConfig, *, config_path: Path | None = None, console: Console | None = None,
         trainer_hook: Any = None) -> RLRunCard:
     """Train as the config says; returns the run card (also written to the output dir).
-    `trainer_hook(trainer)` is called before training (tests inspect the trainer's batches)."""
+X"""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     try:
         import peft
@@ -203,7 +203,7 @@ def run(cfg: RLConfig, *, config_path: Path | None = None, console: Console | No
             args=args, train_dataset=dataset, processing_class=tokenizer,
             peft_config=_peft_config(cfg), rollout_func=rollout_func)
         if trainer_hook is not None:
-            trainer_hook(trainer)
+            trainer_hook(trainer, engine)
         if resume:
             console.print(f"resuming from {resume}")
         result = trainer.train(resume_from_checkpoint=resume)

@@ -65,6 +65,8 @@ class RLRunCard(BaseModel):
     steps: list[StepRecord]
     resumed_from: str | None = None
     device: str
+    benchmark: dict[str, Any] | None = None
+    """benchmarks/rl_tiny.py's figures (this run and its shuffled control), when it made it."""
 
 
 def read_steps(path: Path) -> list[StepRecord]:
