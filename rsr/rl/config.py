@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rsr.errors import FileFormatError
+from rsr.factory.config import DEFAULT_EVAL_SUITES
 from rsr.training.config import LoraConfig
 from rsr.yaml_model import load_yaml_model
 
@@ -100,6 +101,9 @@ class RLConfig(_Strict):
         " (tampered, unchecked, warning) gets no positive reward and is counted")
     shuffle_rewards: bool = Field(
         False, description="control run: permute the rewards within each step (must not learn)")
+    eval_suites: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_EVAL_SUITES),
+        description="evaluation suites (the factory's contamination guard): never trained on")
     grpo: GRPOSettings = GRPOSettings()
     engine: EngineConfig = EngineConfig()
     resume: bool = Field(True, description="resume from the last checkpoint in output_dir")
@@ -113,6 +117,9 @@ class RLConfig(_Strict):
             raise ValueError("`lora` is set but method is 'full'; set method: lora or drop `lora`")
         if self.engine.kind == "vllm" and not self.engine.base_url:
             raise ValueError("engine.kind vllm needs engine.base_url (the server's …/v1 URL)")
+        if self.suite.name in self.eval_suites:
+            raise ValueError(f"suite {self.suite.name!r} is an evaluation suite (eval_suites):"
+                             " training on it would contaminate its scores")
         bad = {"temperature", "record_tokens"} & set(self.harness.args)
         if bad:
             raise ValueError(f"harness.args may not set {sorted(bad)}: rsr rl sets them")

@@ -19,23 +19,6 @@ from rsr.rl.rollout import integrity_reward, stitch
 pytest.importorskip("transformers")
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, Path]:
-    """A tiny untrained policy and its tokenizer, saved (nothing is downloaded)."""
-    from rsr.training.config import TinyModelConfig
-    from rsr.training.render import load_chat_template
-    from rsr.training.tiny import build_model, train_tokenizer
-
-    texts = ["ls -la /app\n", '{"analysis": "a", "plan": "p", "commands": []}',
-             "Create the directory /app/out. root@abc:/app# mkdir"] * 30
-    tok = train_tokenizer(texts, 400, load_chat_template())
-    model = build_model(TinyModelConfig(vocab_size=400), tok, 512, seed=0)
-    path = tmp_path_factory.mktemp("tiny")
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    return model, tok, path
-
-
 def call(i: int, prompt: list[int], completion: list[int], source: str = "engine") -> TokenCall:
     return TokenCall(call=i, model="m", source=source, prompt_ids=prompt,  # type: ignore[arg-type]
                      completion_ids=completion, logprobs=[-0.5] * len(completion))
