@@ -62,6 +62,7 @@ def test_rl_run_trains_on_engine_token_ids_pushes_weights_and_resumes(
 
     from rsr.harness.tokens import sample_token_calls
     from rsr.rl.grpo import run
+    from rsr.trajectories.export import messages_row
 
     _, _, path = tiny
     batches: list[dict[str, Any]] = []
@@ -78,8 +79,8 @@ def test_rl_run_trains_on_engine_token_ids_pushes_weights_and_resumes(
     assert len(batches) == 2
     for step, batch in enumerate(batches):
         logs = list_eval_logs(str(tmp_path / "run" / "rollouts" / f"step-{step:05d}"))
-        samples = sorted(read_eval_log(logs[0].name).samples or [],
-                         key=lambda s: int(str(s.id).split("@")[1]))
+        log = read_eval_log(logs[0].name)
+        samples = sorted(log.samples or [], key=lambda s: int(str(s.id).split("@")[1]))
         assert len(samples) == 2
         for i, smp in enumerate(samples):
             calls: list[TokenCall] = sample_token_calls(smp.store)
@@ -91,6 +92,8 @@ def test_rl_run_trains_on_engine_token_ids_pushes_weights_and_resumes(
             assert prompt == calls[0].prompt_ids
             assert completion == calls[0].completion_ids
             assert all(model_tokens)
+            # ... and the records travel with the exported trajectory.
+            assert messages_row(smp, log, "log")["token_calls"] == smp.store["rsr_tokens"]
 
     # Resume: two checkpoints exist; a longer run continues from the last one.
     assert (tmp_path / "run" / "checkpoints" / "checkpoint-2").is_dir()
