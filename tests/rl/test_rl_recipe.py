@@ -23,7 +23,7 @@ def test_rl_config_does_build_a_trl_grpo_config(path: str, tmp_path: Path) -> No
     assert args.generation_batch_size == g.num_generations * g.tasks_per_step
     assert args.generation_batch_size % args.num_generations == 0
     assert (args.beta, args.epsilon, args.loss_type) == (g.beta, g.epsilon, g.loss_type)
-    assert args.epsilon_high == (g.epsilon_high or g.epsilon)
+    assert args.epsilon_high == g.epsilon_high  # None: TRL uses epsilon for both sides
     if cfg.method == "lora":
         assert _peft_config(cfg).r == cfg.lora.r
 
