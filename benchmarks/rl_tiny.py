@@ -28,7 +28,8 @@ for _var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def rl_config(model: Path, out: Path, steps: int, shuffle: bool, seed: int) -> dict:
+def rl_config(model: Path, out: Path, steps: int, shuffle: bool, seed: int,
+              tasks_per_step: int) -> dict:
     from rsr.rl.coldstart import TINY_TASKS
 
     return {
@@ -38,7 +39,7 @@ def rl_config(model: Path, out: Path, steps: int, shuffle: bool, seed: int) -> d
         "harness": {"name": "terminus2", "args": {"wait_mode": "adaptive", "max_episodes": 1}},
         "concurrency": 4,
         "shuffle_rewards": shuffle,
-        "grpo": {"learning_rate": 2e-3, "max_steps": steps, "tasks_per_step": 2,
+        "grpo": {"learning_rate": 2e-3, "max_steps": steps, "tasks_per_step": tasks_per_step,
                  "num_generations": 4, "temperature": 0.5, "beta": 0.0,
                  "loss_type": "dapo", "max_completion_length": 1024, "precision": "fp32",
                  "seed": seed, "save_steps": 1000, "use_cpu": True},
@@ -50,7 +51,9 @@ def rl_config(model: Path, out: Path, steps: int, shuffle: bool, seed: int) -> d
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--tasks-per-step", type=int, default=2,
+                        help="groups (of 4 rollouts) per GRPO step")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -80,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     for shuffle in (False, True):
         name = "shuffled" if shuffle else "verifier"
         cfg = RLConfig.model_validate(rl_config(sft_dir / "final", out / f"rl-{name}",
-                                                args.steps, shuffle, args.seed))
+                                                args.steps, shuffle, args.seed,
+                                                args.tasks_per_step))
         cards[name] = rl_run(cfg, console=console)
     real, ctrl = cards["verifier"], cards["shuffled"]
     summary = {"reward_first": real.reward_first, "reward_last": real.reward_last,
