@@ -29,7 +29,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 def rl_config(model: Path, out: Path, steps: int, shuffle: bool, seed: int,
-              tasks_per_step: int) -> dict:
+              tasks_per_step: int, lr: float) -> dict:
     from rsr.rl.coldstart import TINY_TASKS
 
     return {
@@ -39,7 +39,7 @@ def rl_config(model: Path, out: Path, steps: int, shuffle: bool, seed: int,
         "harness": {"name": "terminus2", "args": {"wait_mode": "adaptive", "max_episodes": 1}},
         "concurrency": 4,
         "shuffle_rewards": shuffle,
-        "grpo": {"learning_rate": 2e-3, "max_steps": steps, "tasks_per_step": tasks_per_step,
+        "grpo": {"learning_rate": lr, "max_steps": steps, "tasks_per_step": tasks_per_step,
                  "num_generations": 4, "temperature": 0.5, "beta": 0.0,
                  "loss_type": "dapo", "max_completion_length": 1024, "precision": "fp32",
                  "seed": seed, "save_steps": 1000, "use_cpu": True},
@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--tasks-per-step", type=int, default=2,
                         help="groups (of 4 rollouts) per GRPO step")
+    parser.add_argument("--lr", type=float, default=2e-3, help="GRPO learning rate")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         name = "shuffled" if shuffle else "verifier"
         cfg = RLConfig.model_validate(rl_config(sft_dir / "final", out / f"rl-{name}",
                                                 args.steps, shuffle, args.seed,
-                                                args.tasks_per_step))
+                                                args.tasks_per_step, args.lr))
         cards[name] = rl_run(cfg, console=console)
     real, ctrl = cards["verifier"], cards["shuffled"]
     summary = {"reward_first": real.reward_first, "reward_last": real.reward_last,
