@@ -40,6 +40,10 @@ def _register() -> None:
 
     app.add_typer(factory.app, name="factory")
 
+    from rsr.cli import rl  # light: rsr.rl.grpo is imported when the command runs
+
+    app.command("rl")(rl.rl)
+
     from rsr.cli import trajectories
 
     app.add_typer(trajectories.app, name="trajectories")

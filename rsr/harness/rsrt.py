@@ -132,6 +132,7 @@ def rsrt(
     agent_timeout_sec: float | None = None,
     prompts: str = "rsr",
     fixes: str | list[str] | None = None,
+    record_tokens: str | None = None,
 ) -> Agent:
     """Terminus 2 with hidden verification in a sandbox copy and reflection on failure.
 
@@ -149,12 +150,14 @@ def rsrt(
         agent_timeout_sec: Hard time limit overriding budget_minutes (tests, debugging).
         prompts: Prompt pack of the shared Terminus 2 loop (rsr, harbor or a directory).
         fixes: Reference quirks to correct (see rsr/terminus2); none = parity mode.
+        record_tokens: "engine" or a tokenizer: per-call token ids (see rsr.harness.tokens).
     """
     config = Terminus2Config(
         max_episodes=max_episodes, temperature=temperature, reply_format=reply_format,
         context_window=context_window, summarise_free_tokens=summarise_free_tokens,
         wait_mode=wait_mode, observation_limit=observation_limit,
-        agent_timeout_sec=agent_timeout_sec, prompts=prompts, fixes=parse_fixes(fixes))
+        agent_timeout_sec=agent_timeout_sec, prompts=prompts, fixes=parse_fixes(fixes),
+        record_tokens=record_tokens)
 
     async def execute(state: AgentState) -> AgentState:
         return await RSRTHarness(config, max_reflections, budget_minutes)(state)

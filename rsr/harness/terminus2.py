@@ -53,6 +53,7 @@ from rsr.harness.steps import stepwise
 from rsr.harness.task_extras import find_skills, mcp_section, skills_section
 from rsr.harness.tmux import TmuxSession
 from rsr.harness.tmux_install import ensure_tmux
+from rsr.harness.tokens import record_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from rsr.tasks.load import LoadedTask
@@ -118,6 +119,11 @@ class Terminus2Config(BaseModel):
         None, description="Text put before the conversation in every model call as a system "
                           "message and never recorded in the run's messages (RSR executor "
                           "runbooks). Logs record only its sha256.")
+    record_tokens: str | None = Field(
+        None, description="Record each call's prompt/completion token ids and logprobs in the "
+                          "sample store (rsr.harness.tokens): 'engine' (as the serving engine "
+                          "returned them) or a tokenizer to recompute them with where the "
+                          "provider returns none (recorded as recomputed).")
 
 
 def parse_fixes(value: str | list[str] | None) -> list[Fix]:
@@ -556,6 +562,8 @@ class TerminalHarness:
             if is_overflow_error(e):
                 raise ContextOverflowError(str(e)) from e
             raise
+        if self.config.record_tokens:
+            record_call(messages, output, self.config.record_tokens)
         output = as_reference_client(output)
         if output.stop_reason == "model_length":
             raise ContextOverflowError("the model reported stop_reason=model_length")
@@ -765,6 +773,7 @@ def terminus2(
     fixes: str | list[str] | None = None,
     keep_reasoning: bool = False,
     private_guidance: str | None = None,
+    record_tokens: str | None = None,
 ) -> Agent:
     """Terminus 2 over tmux: Harbor 0.26's loop, wording from a selectable prompt pack.
 
@@ -788,13 +797,16 @@ def terminus2(
             drops it).
         private_guidance: Text the model sees before the conversation in every call but
             which is never part of the recorded messages (the RSR executor's runbook).
+        record_tokens: "engine" or a tokenizer: record every call's token ids and logprobs
+            in the sample store (see rsr.harness.tokens), for RL training.
     """
     config = Terminus2Config(
         max_episodes=max_episodes, temperature=temperature, reply_format=reply_format,
         context_window=context_window, summarise_free_tokens=summarise_free_tokens,
         output_limit=output_limit, wait_mode=wait_mode, observation_limit=observation_limit,
         agent_timeout_sec=agent_timeout_sec, prompts=prompts, fixes=parse_fixes(fixes),
-        keep_reasoning=keep_reasoning, private_guidance=private_guidance)
+        keep_reasoning=keep_reasoning, private_guidance=private_guidance,
+        record_tokens=record_tokens)
 
     async def execute(state: AgentState) -> AgentState:
         return await TerminalHarness(config)(state)

@@ -13,6 +13,7 @@ from inspect_ai.log import EvalLog, EvalSample, read_eval_log, read_eval_log_sam
 
 from rsr.errors import RsrError
 from rsr.harness.terminus2 import STORE_RESULT, STORE_SETTINGS
+from rsr.harness.tokens import STORE_TOKENS
 from rsr.trajectories.atif import to_atif
 from rsr.trajectories.messages import public_messages
 from rsr.trajectories.redact import environment_secrets, redact
@@ -57,6 +58,9 @@ def messages_row(sample: EvalSample, log: EvalLog, log_path: str,
     reward = score.get("reward") if isinstance(score, dict) else None
     usage = [((m.metadata or {}).get("rsr") or {}).get("usage", {}) for m in sample.messages]
     metadata = sample.metadata or {}
+    # Per-call token ids and logprobs, when the run recorded them (record_tokens): RL and
+    # token-exact training read these instead of re-tokenising the messages.
+    tokens = {"token_calls": sample.store[STORE_TOKENS]} if sample.store.get(STORE_TOKENS) else {}
     return {
         "messages": public.messages,
         "task": metadata.get("task_name", str(sample.id)),
@@ -76,6 +80,7 @@ def messages_row(sample: EvalSample, log: EvalLog, log_path: str,
         "prompt_pack_sha256": settings.get("prompt_pack_sha256"),
         "end_reason": result.get("end_reason"),
         "removed": [r.model_dump() for r in public.removed],
+        **tokens,
     }
 
 

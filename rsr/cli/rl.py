@@ -1,0 +1,35 @@
+"""`rsr rl CONFIG`: GRPO rewarded by the verifier (TRL's GRPOTrainer, rollouts through Inspect).
+
+Heavy imports happen inside the command, so `rsr --help` stays fast without the [train] extra.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def rl(
+    config: Path = typer.Argument(..., help="RL config YAML, e.g. examples/rl-tiny.yaml."),
+    output_dir: Path | None = typer.Option(None, help="Override the config's output_dir."),
+    max_steps: int | None = typer.Option(None, help="Override grpo.max_steps."),
+    shuffle_rewards: bool = typer.Option(
+        False, "--shuffle-rewards", help="Control run: permute each step's rewards."),
+    no_resume: bool = typer.Option(False, "--no-resume", help="Ignore existing checkpoints."),
+) -> None:
+    """GRPO with groups of rollouts per task, rewarded by the verifier (strict integrity);
+    checkpoints, steps.jsonl and run_card.json under output_dir; resumes by default."""
+    from rsr.rl.config import load_rl_config
+    from rsr.rl.grpo import run
+
+    cfg = load_rl_config(config)
+    if output_dir is not None:
+        cfg.output_dir = output_dir
+    if max_steps is not None:
+        cfg.grpo.max_steps = max_steps
+    if shuffle_rewards:
+        cfg.shuffle_rewards = True
+    if no_resume:
+        cfg.resume = False
+    run(cfg, config_path=config)
