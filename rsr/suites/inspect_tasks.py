@@ -16,6 +16,7 @@ from rsr.sandbox.compose import sandbox_network
 from rsr.sandbox.images import ImageMap, find_image_map
 from rsr.suites.registry import PinCheck, check_pin, resolve_suite_path
 from rsr.suites.sandbox_choice import check_kind, sandbox_spec
+from rsr.suites.sandbox_guard import SANDBOX_TYPE_KEY, sandbox_guard
 from rsr.tasks.load import LoadedTask, load_dataset, verifier_mode
 from rsr.verify.scorer import verifier
 
@@ -69,6 +70,7 @@ def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: I
                 integrity: str = "auto", network: str = "task", bridge: bool | None = None) -> Sample:
     cfg = task.config
     internet = effective_internet(task, network)
+    spec = sandbox_spec(task, sandbox, images, allow_internet=internet, bridge=bridge)
     return Sample(
         id=task.name,
         input=task.instruction,
@@ -100,8 +102,9 @@ def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: I
             "cpus": cfg.environment.cpus,
             "memory_mb": cfg.environment.memory_mb,
             "integrity_policy": integrity,
+            SANDBOX_TYPE_KEY: spec.type,
         },
-        sandbox=sandbox_spec(task, sandbox, images, allow_internet=internet, bridge=bridge),
+        sandbox=spec,
         setup=sample_setup(task),
         # Relative keys land in the sandbox's working directory, where Harbor uploads them.
         files={_in_workdir(task, rel): str(path) for rel, path in task.prebuilt_environment_files().items()} or None,
@@ -170,6 +173,7 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
         dataset=MemoryDataset([task_sample(t, suite, sandbox, found, integrity, network) for t in loaded.tasks],
                               name=suite, location=str(root)),
         solver=solver or _default_solver(),
+        setup=sandbox_guard(),
         scorer=verifier(integrity),
         metadata=metadata,
         # As under Harbor, one broken task (an image that does not build) is that task's error;
