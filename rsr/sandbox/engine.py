@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import select
 import signal
 import socket
@@ -26,13 +27,29 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import docker
-from docker.errors import APIError, NotFound
+from docker.errors import APIError, DockerException, NotFound
+
+from rsr.errors import RsrError
 
 # Labels on everything rsr creates, so cleanup can find it after a crash.
 LABEL_SANDBOX = "rsr.sandbox"
 LABEL_OWNER = "rsr.owner-pid"
 LABEL_TASK = "rsr.task"
 LABEL_ROLE = "rsr.role"
+
+class EngineUnavailable(RsrError):
+    """No Docker engine answers: one line naming where the client looked and the fix."""
+
+    def __init__(self, cause: Exception) -> None:
+        where = os.environ.get("DOCKER_HOST") or "the local socket (/var/run/docker.sock)"
+        # The SDK's message nests urllib3's; the OS error at its end is the useful part.
+        errno = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(cause))
+        reason = errno.group(1).strip().lower() if errno else str(cause).split("(Caused by")[0].strip()[:160]
+        fix = ("start that engine or unset DOCKER_HOST" if os.environ.get("DOCKER_HOST")
+               else "start it with `rsr doctor --fix` (or `systemctl start docker`)")
+        super().__init__(f"no Docker engine answers at {where}: {reason}; {fix}; "
+                         "`rsr doctor` checks the set-up")
+
 
 _clients: dict[int, docker.DockerClient] = {}
 _clients_lock = threading.Lock()
@@ -45,7 +62,10 @@ def client() -> docker.DockerClient:
         found = _clients.get(pid)
         if found is None:
             # max_pool_size: every concurrent exec holds one connection for its whole duration.
-            found = docker.DockerClient.from_env(timeout=600, max_pool_size=64)
+            try:
+                found = docker.DockerClient.from_env(timeout=600, max_pool_size=64)
+            except DockerException as e:
+                raise EngineUnavailable(e) from None
             _clients[pid] = found
         return found
 
