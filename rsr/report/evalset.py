@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rsr.bundled import bundled
 from rsr.errors import RsrError, TaskFormatError
 from rsr.yaml_model import load_yaml_model
 
@@ -111,15 +112,17 @@ def load_eval_set(path: str | Path) -> EvalSetConfig:
 
 
 def find_spec(name_or_path: str) -> Path:
-    """A spec path as given, else `evals/<name>.yaml` in the working directory or the
-    checkout this package runs from."""
+    """A spec path as given, else `evals/<name>.yaml` in the working directory or the one
+    shipped with rsr (the checkout's, or the wheel's copy)."""
     direct = Path(name_or_path)
     if direct.is_file():
         return direct
-    for root in (Path.cwd(), Path(__file__).resolve().parents[2]):
-        candidate = root / "evals" / f"{name_or_path}.yaml"
-        if candidate.is_file():
-            return candidate
+    candidate = Path.cwd() / "evals" / f"{name_or_path}.yaml"
+    if candidate.is_file():
+        return candidate
+    shipped = bundled(f"evals/{name_or_path}.yaml")
+    if shipped is not None and shipped.is_file():
+        return shipped
     raise RsrError(
         f"eval-set spec {name_or_path!r} not found (looked for the file and for "
         f"evals/{name_or_path}.yaml); pass --spec PATH"

@@ -205,7 +205,15 @@ class RsrDockerSandbox(SandboxEnvironment):
 
     @classmethod
     async def task_cleanup(cls, task_name: str, config: Any, cleanup: bool) -> None:
-        if not cleanup:
+        if not cleanup:  # --no-sandbox-cleanup: keep this task's agent containers, and say so
+            ours = [i for i in await asyncio.to_thread(engine.owned_containers)
+                    if (i.get("Labels") or {}).get(engine.LABEL_TASK) == task_name
+                    and (i.get("Labels") or {}).get(engine.LABEL_ROLE) == "agent"]
+            for info in ours:
+                name = await asyncio.to_thread(engine.keep_container, info)
+                print(f"rsr-docker kept container {name} (task {(info.get('Labels') or {}).get('rsr.task-name')}): "
+                      f"docker exec -it {name} bash; remove it with "
+                      f"`inspect sandbox cleanup rsr-docker {name}`")
             return
         for info in await asyncio.to_thread(engine.owned_containers):
             if (info.get("Labels") or {}).get(engine.LABEL_TASK) == task_name:
@@ -219,7 +227,11 @@ class RsrDockerSandbox(SandboxEnvironment):
             print(f"removed container {id}")
             return
         removed = await asyncio.to_thread(engine.remove_orphans)
-        print(f"removed {removed} rsr-docker container(s) and snapshot image(s) of runs that are gone")
+        kept = await asyncio.to_thread(engine.kept_containers)  # asked for by name-less cleanup too
+        for info in kept:
+            await asyncio.to_thread(engine.remove_container, info["Id"])
+        print(f"removed {removed} rsr-docker container(s) and snapshot image(s) of runs that are gone"
+              + (f", and {len(kept)} kept with --no-sandbox-cleanup" if kept else ""))
 
     def pause_watchdog(self) -> None:
         """Stop watching storage (the verifier measures it once, host-side, when it starts)."""

@@ -338,10 +338,35 @@ def remove_orphans() -> int:
     return removed
 
 
+KEPT_PREFIX = "rsr-kept-"
+"""Name of a container a run kept on purpose (`--no-sandbox-cleanup`): the sweep leaves it."""
+
+
+def is_kept(info: dict[str, Any]) -> bool:
+    return any(n.lstrip("/").startswith(KEPT_PREFIX) for n in info.get("Names") or [])
+
+
+def keep_container(info: dict[str, Any]) -> str:
+    """Rename a container so that no later sweep removes it; returns its new name."""
+    if is_kept(info):
+        return next(n.lstrip("/") for n in info["Names"] if n.lstrip("/").startswith(KEPT_PREFIX))
+    labels = info.get("Labels") or {}
+    name = f"{KEPT_PREFIX}{labels.get('rsr.task-name', 'sample')}-{info['Id'][:12]}"
+    api().rename(info["Id"], name)
+    return name
+
+
+def kept_containers() -> list[dict[str, Any]]:
+    return [i for i in api().containers(all=True, filters={"label": LABEL_SANDBOX}) if is_kept(i)]
+
+
 def orphaned_containers() -> list[dict[str, Any]]:
-    """rsr containers whose owning process on this host is gone (a crashed or killed run)."""
+    """rsr containers whose owning process on this host is gone (a crashed or killed run), except
+    those a run kept on purpose (`--no-sandbox-cleanup`)."""
     orphans = []
     for info in api().containers(all=True, filters={"label": LABEL_SANDBOX}):
+        if is_kept(info):
+            continue
         owner = (info.get("Labels") or {}).get(LABEL_OWNER, "")
         if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
             orphans.append(info)
