@@ -8,7 +8,8 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-FOLDERS = ("tasks/core", "tasks/live", "evals", "training/recipes", "training/accelerate", "examples")
+FOLDERS = ("tasks/core", "tasks/live", "evals", "training/recipes", "training/accelerate", "examples",
+           "tests/training/fixtures/trajectories.jsonl")
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".cache")
 
 
@@ -21,7 +22,11 @@ class BuildWithBundled(build_py):
         for rel in FOLDERS:
             target = Path(self.build_lib) / "rsr" / "_bundled" / rel
             shutil.rmtree(target, ignore_errors=True)
-            shutil.copytree(root / rel, target, ignore=IGNORE, symlinks=False)
+            if (root / rel).is_file():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(root / rel, target)
+            else:
+                shutil.copytree(root / rel, target, ignore=IGNORE, symlinks=False)
 
 
 setup(cmdclass={"build_py": BuildWithBundled})

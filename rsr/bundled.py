@@ -12,8 +12,9 @@ from pathlib import Path
 __all__ = ["BUNDLED_FOLDERS", "bundled", "find_file"]
 
 BUNDLED_FOLDERS = ("tasks/core", "tasks/live", "evals", "training/recipes", "training/accelerate",
-                   "examples")
-"""Repository folders a wheel carries (relative to the repository root)."""
+                   "examples", "tests/training/fixtures/trajectories.jsonl")
+"""Repository folders (and files) a wheel carries, relative to the repository root; the last one
+is the dataset of `training/recipes/tiny-cpu.yaml`."""
 
 _PACKAGE = Path(__file__).resolve().parent
 

@@ -9,6 +9,8 @@ itself and fails until it is classified in COMMANDS below:
   a synopsis with placeholders, the concrete line in `as_run`;
 - `static`: needs a GPU, a cluster, a registry, a paid model or the network; its program, every
   subcommand and option and the files it names are checked without running it;
+- `covered`: another test runs exactly this command (`why` names it as `file::function`; the
+  function must exist);
 - `shell`: changes the calling shell (`source`, `export`) and is checked for the file it names.
 `rsr` and `inspect` commands run in this process through the same entry points their console
 scripts call (the interpreter start-up of 20-odd processes would dominate the run time).
@@ -42,11 +44,13 @@ SCRIPTED = "examples/scripted/hello-world.yaml"
 
 @dataclass(frozen=True)
 class Doc:
-    how: Literal["run", "static", "shell"]
+    how: Literal["run", "covered", "static", "shell"]
     why: str = ""
     extra: str = ""
     as_run: str | None = None
     rc: tuple[int, ...] = (0,)
+    own_process: bool = False
+    """Run as its own process with no input (an interactive command: its shell exits at once)."""
 
 
 LIMIT = "--limit 1"
@@ -77,6 +81,7 @@ COMMANDS: dict[str, Doc] = {
     "rsr tasks check tasks/core/my-task": Doc("run", extra="--runs 1"),
     "rsr tasks check core --only oracle,null --runs 1": Doc("run", extra="--tasks hello-world"),
     "rsr tasks catalog tasks/core": Doc("run"),
+    "rsr tasks shell hello-world --oracle --tests": Doc("run", own_process=True),
     "inspect eval rsr/tb2 --solver rsr/oracle -T network=none": Doc("static", NET + " (rsr tasks fetch tb2)"),
     "rsr tasks new word-counts --category text-processing --difficulty easy": Doc("run"),
     # README: harnesses (the scripted model is the default model of every run below)
@@ -95,11 +100,13 @@ COMMANDS: dict[str, Doc] = {
     "rsr trajectories export LOG.eval --format atif|messages --out DIR [--only passed] [--keep confirm]": Doc(
         "run", as_run="rsr trajectories export {log} --format atif --out traj-atif --keep confirm"),
     # README: factory
-    "rsr factory run examples/factory-smoke.yaml": Doc("run"),
+    "rsr factory run examples/factory-smoke.yaml": Doc("covered", "tests/factory/test_factory_smoke.py::out"),
     "rsr factory run factory.yaml --stage execute": Doc(
-        "run", as_run="rsr factory run examples/factory-smoke.yaml --stage execute"),
-    "rsr factory status factory.yaml": Doc("run", as_run="rsr factory status examples/factory-smoke.yaml"),
-    "rsr factory report factory.yaml": Doc("run", as_run="rsr factory report examples/factory-smoke.yaml"),
+        "covered", "tests/factory/test_factory_resume.py::test_factory_resumes_an_interrupted_execute_stage"),
+    "rsr factory status factory.yaml": Doc(
+        "covered", "tests/factory/test_factory_smoke.py::test_smoke_adaptive_execution_and_status"),
+    "rsr factory report factory.yaml": Doc(
+        "covered", "tests/factory/test_factory_smoke.py::test_smoke_report_cli_writes_every_section_and_the_baselines"),
     "rsr factory critique TASK_DIR RUNBOOK.json [--deterministic-only | --config factory.yaml]": Doc(
         "run", as_run="rsr factory critique tasks/core/hello-world runbook.json --deterministic-only"),
     "python benchmarks/leak_detection.py": Doc("run"),
@@ -186,6 +193,9 @@ def test_documented_commands_are_all_classified() -> None:
     assert not stale, "COMMANDS entries no longer in the docs (remove them):\n" + "\n".join(stale)
     for key, doc in COMMANDS.items():
         assert doc.how == "run" or doc.why or doc.how == "shell", f"{key}: say why it cannot run here"
+        if doc.how == "covered":
+            file, _, function = doc.why.partition("::")
+            assert re.search(rf"^def {re.escape(function)}\(", (REPO / file).read_text(), re.M), doc.why
 
 
 # ---------------------------------------------------------------- static checks
@@ -275,7 +285,7 @@ def check_static(key: str) -> None:
         assert prog in {"helm", "kubectl", "docker"}, f"no static check for {prog}"
 
 
-@pytest.mark.parametrize("key", [k for k, d in COMMANDS.items() if d.how != "run"])
+@pytest.mark.parametrize("key", [k for k, d in COMMANDS.items() if d.how in ("static", "shell")])
 def test_documented_command_does_parse_where_it_cannot_run(key: str) -> None:
     doc = COMMANDS[key]
     if doc.how == "shell":
@@ -341,7 +351,7 @@ def test_documented_commands_do_run(scratch: Path, monkeypatch: pytest.MonkeyPat
         line = (doc.as_run or written[key]).replace("{log}", str(logs[-1]) if logs else "NO-LOG")
         argv = shlex.split(line, comments=True) + shlex.split(doc.extra)
         started = time.monotonic()
-        if argv[0] in ("rsr", "inspect"):
+        if argv[0] in ("rsr", "inspect") and not doc.own_process:
             try:
                 rc = _run_in_process(argv)
             except Exception as e:  # a crash is this command's failure; the others still run
@@ -352,7 +362,8 @@ def test_documented_commands_do_run(scratch: Path, monkeypatch: pytest.MonkeyPat
         else:
             exe = str(REPO / argv[0]) if argv[0].startswith("./") else argv[0]
             cwd = REPO if argv[0].startswith("./") else scratch
-            proc = subprocess.run([exe, *argv[1:]], cwd=cwd, capture_output=True, text=True, timeout=900)
+            proc = subprocess.run([exe, *argv[1:]], cwd=cwd, capture_output=True, text=True, timeout=900,
+                                  stdin=subprocess.DEVNULL)
             rc = proc.returncode
             timings.append(f"{time.monotonic() - started:6.1f}s  {line}")
             if rc not in doc.rc:
