@@ -82,7 +82,8 @@ def test_wheel_installed_in_a_fresh_venv_does_run_a_core_task_with_the_oracle(wh
 
     (log_file,) = (elsewhere / "logs").glob("*.eval")
     log = read_eval_log(str(log_file))
-    (sample,) = log.samples or []
-    assert sample.metadata["task_dir"].startswith(str(venv)), sample.metadata["task_dir"]  # ... and suite
-    assert "_bundled/tasks/core/hello-world" in sample.metadata["task_dir"]
-    assert sample.scores and sample.scores["verifier"].value["passed"] == 1
+    assert log.samples and len(log.samples) == 3  # hello-world x the spec's 3 epochs
+    for sample in log.samples:
+        assert sample.metadata["task_dir"].startswith(str(venv)), sample.metadata["task_dir"]  # ... and suite
+        assert "_bundled/tasks/core/hello-world" in sample.metadata["task_dir"]
+        assert sample.scores and sample.scores["verifier"].value["passed"] == 1
