@@ -4,6 +4,7 @@ templates, and runs a core task with the oracle from a directory that is no chec
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -34,9 +35,20 @@ def test_setup_does_bundle_the_folders_rsr_resolves() -> None:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    # The checkout's own setuptools, no index: a build that needs no network.
+    # Built from a copy of what the sdist holds (setuptools builds in the source tree), with this
+    # environment's setuptools and no index: a build that needs no network.
+    src = tmp_path_factory.mktemp("src")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md"):
+        shutil.copy2(REPO / name, src / name)
+    for rel in ("rsr", *_setup_folders()):
+        if (REPO / rel).is_file():
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, src / rel)
+        else:
+            shutil.copytree(REPO / rel, src / rel, ignore=ignore)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "--no-index", "-w", str(out), str(REPO)], check=True, capture_output=True,
+                    "--no-index", "-w", str(out), str(src)], check=True, capture_output=True,
                    timeout=600)
     (found,) = out.glob("rsr-*.whl")
     return found
