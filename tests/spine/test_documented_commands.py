@@ -111,7 +111,7 @@ COMMANDS: dict[str, Doc] = {
         "run", as_run="rsr factory critique tasks/core/hello-world runbook.json --deterministic-only"),
     "python benchmarks/leak_detection.py": Doc("run"),
     # README: training and Table 5
-    "rsr train training/recipes/tiny-cpu.yaml": Doc("run"),
+    "rsr train training/recipes/tiny-cpu.yaml": Doc("run", extra="--max-steps 2"),
     "accelerate launch --config_file training/accelerate/fsdp2.yaml -m rsr.training "
     "training/recipes/full-qwen-27b.yaml": Doc("static", GPU),
     "rsr train training/recipes/lora-qwen-27b.yaml": Doc("static", GPU),
@@ -366,6 +366,7 @@ def test_documented_commands_do_run(scratch: Path, monkeypatch: pytest.MonkeyPat
                                   stdin=subprocess.DEVNULL)
             rc = proc.returncode
             timings.append(f"{time.monotonic() - started:6.1f}s  {line}")
+            print(f"[docs] {timings[-1]}", flush=True)
             if rc not in doc.rc:
                 failures.append(f"{line}: exit {rc}\n{(proc.stdout + proc.stderr)[-2000:]}")
                 continue
