@@ -1,6 +1,8 @@
-"""Inspect AI entry point: importing this module registers every rsr task, agent and scorer."""
+"""Inspect AI entry point: importing this module registers every rsr task, agent, scorer, sandbox
+and the offline scripted model (`--model rsr-scripted/<role> -M fixture=RULES.yaml`)."""
 
 # ruff: noqa: F401
+from rsr.factory.scripted import scripted
 from rsr.harness.null import null
 from rsr.harness.oracle import oracle
 from rsr.harness.rsrt import rsrt

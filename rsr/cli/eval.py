@@ -27,9 +27,23 @@ def _task_args(values: list[str]) -> dict[str, object]:
     return out
 
 
+class RunOptions:
+    """Inspect's run and generate options as `rsr eval` takes them (`inspect eval`'s names)."""
+
+    def __init__(self, solver_arg: list[str] | None, limit: int | None, max_samples: int | None,
+                 temperature: float | None, max_tokens: int | None, top_p: float | None,
+                 seed: int | None, max_connections: int | None) -> None:
+        self.solver_args = _task_args(solver_arg or [])
+        self.limit = limit
+        self.max_samples = max_samples
+        generate = {"temperature": temperature, "max_tokens": max_tokens, "top_p": top_p,
+                    "seed": seed, "max_connections": max_connections}
+        self.generate = {k: v for k, v in generate.items() if v is not None}
+
+
 def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: str | None,
          agent: str | None, task_arg: list[str], model_arg: list[str],
-         strict: bool = True) -> None:
+         strict: bool = True, options: RunOptions | None = None) -> None:
     from rsr.report.evalset import find_spec, load_eval_set, run_eval_set
 
     spec_path = find_spec(spec_name)
@@ -43,7 +57,11 @@ def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: s
 
     ok, logs = run_eval_set(spec, model=model, log_dir=log_dir, label=label, agent=agent,
                             task_args=_task_args(task_arg), model_args=_task_args(model_arg),
-                            skip_unavailable=not strict, on_skip=skipped)
+                            skip_unavailable=not strict, on_skip=skipped,
+                            solver_args=options.solver_args if options else None,
+                            limit=options.limit if options else None,
+                            max_samples=options.max_samples if options else None,
+                            generate=options.generate if options else None)
     for log in logs:
         console.print(f"  {log}")
     if not ok:
@@ -64,6 +82,17 @@ _AGENT = Annotated[str | None, typer.Option(
 _TASK_ARG = Annotated[list[str] | None, typer.Option(
     "-T", help="Task argument NAME=VALUE for every suite.")]
 _MODEL_ARG = Annotated[list[str] | None, typer.Option("-M", help="Model argument NAME=VALUE.")]
+_SOLVER_ARG = Annotated[list[str] | None, typer.Option(
+    "-S", help="Agent argument NAME=VALUE, layered over the spec's agent_args.")]
+_LIMIT = Annotated[int | None, typer.Option("--limit", help="Only the first N samples of each suite.")]
+_MAX_SAMPLES = Annotated[int | None, typer.Option(
+    "--max-samples", help="Samples run in parallel (overrides the spec).")]
+_TEMPERATURE = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature.")]
+_MAX_TOKENS = Annotated[int | None, typer.Option("--max-tokens", help="Output tokens per model call.")]
+_TOP_P = Annotated[float | None, typer.Option("--top-p", help="Nucleus sampling mass.")]
+_SEED = Annotated[int | None, typer.Option("--seed", help="Sampling seed (providers that take one).")]
+_MAX_CONNECTIONS = Annotated[int | None, typer.Option(
+    "--max-connections", help="Concurrent connections to the model provider.")]
 _SPEC_ARG = Annotated[str, typer.Argument(help="Eval-set spec: a path or a name in evals/.")]
 
 
@@ -76,17 +105,29 @@ def table5(model: _MODEL, log_dir: _LOG_DIR, label: _LABEL = None, suites: _SUIT
                "--strict/--skip-unavailable",
                help="Fail if a suite's tasks are not on this machine (default: skip it; "
                     "TB3/TB4/TBH/SWR100 are private to the paper's authors).")] = False,
+           solver_arg: _SOLVER_ARG = None, limit: _LIMIT = None, max_samples: _MAX_SAMPLES = None,
+           temperature: _TEMPERATURE = None, max_tokens: _MAX_TOKENS = None, top_p: _TOP_P = None,
+           seed: _SEED = None, max_connections: _MAX_CONNECTIONS = None,
            ) -> None:
     """The paper's Table 5 eval set (every suite x 3 epochs); rerun to resume."""
-    _run(spec, model, label, log_dir, suites, agent, task_arg or [], model_arg or [], strict)
+    options = RunOptions(solver_arg, limit, max_samples, temperature, max_tokens, top_p, seed,
+                         max_connections)
+    _run(spec, model, label, log_dir, suites, agent, task_arg or [], model_arg or [], strict,
+         options)
 
 
 @app.command("run")
 def run(spec: _SPEC_ARG, model: _MODEL, log_dir: _LOG_DIR, label: _LABEL = None,
         suites: _SUITES = None, agent: _AGENT = None, task_arg: _TASK_ARG = None,
-        model_arg: _MODEL_ARG = None) -> None:
+        model_arg: _MODEL_ARG = None, solver_arg: _SOLVER_ARG = None, limit: _LIMIT = None,
+        max_samples: _MAX_SAMPLES = None, temperature: _TEMPERATURE = None,
+        max_tokens: _MAX_TOKENS = None, top_p: _TOP_P = None, seed: _SEED = None,
+        max_connections: _MAX_CONNECTIONS = None) -> None:
     """Run any eval-set spec; rerun the same command to resume."""
-    _run(spec, model, label, log_dir, suites, agent, task_arg or [], model_arg or [])
+    options = RunOptions(solver_arg, limit, max_samples, temperature, max_tokens, top_p, seed,
+                         max_connections)
+    _run(spec, model, label, log_dir, suites, agent, task_arg or [], model_arg or [], True,
+         options)
 
 
 @app.command("show")

@@ -186,3 +186,24 @@ def catalog(
         Console().print(f"[red]{readme} is out of date[/red]: run `rsr tasks catalog {root}`")
         raise typer.Exit(1)
     Console().print(f"wrote {readme}")
+
+
+@app.command()
+def shell(
+    task: str = typer.Argument(..., help="A task directory, or the name of a core task."),
+    oracle: bool = typer.Option(False, "--oracle", help="Run the reference solution first."),
+    tests: bool = typer.Option(False, "--tests", help="Run the hidden tests after the shell exits "
+                               "(the real verifier; prints its result)."),
+    keep: bool = typer.Option(False, "--keep", help="Keep the container (named on exit) instead of "
+                              "removing it."),
+    network: str = typer.Option("task", "--network", help="task (its own setting) or none."),
+    log_dir: str = typer.Option("logs/shell", "--log-dir", help="Where Inspect writes the .eval log."),
+) -> None:
+    """Open an interactive shell in a task's environment, as its agent sees it (no tests or
+    solution inside); the sandbox is removed when the shell exits."""
+    from rsr.suites.shell import open_shell
+
+    result = open_shell(task, run_oracle=oracle, run_tests=tests, keep=keep, network=network,
+                        log_dir=log_dir)
+    if tests:
+        Console().print(f"verifier: {result}", highlight=False)

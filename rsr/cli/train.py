@@ -37,9 +37,11 @@ def run_cmd(
     no_resume: bool = typer.Option(False, "--no-resume", help="Ignore existing checkpoints."),
 ) -> None:
     """Train as the recipe says (also the default: `rsr train RECIPE`)."""
+    from rsr.bundled import find_file
     from rsr.training.config import load_recipe
     from rsr.training.sft import run
 
+    recipe = find_file(recipe)  # `training/recipes/...` works from any directory
     r = load_recipe(recipe)
     if output_dir is not None:
         r.output_dir = output_dir

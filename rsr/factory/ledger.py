@@ -112,6 +112,31 @@ def base_model(cfg: FactoryConfig) -> Model:
     return get_model(cfg.models.model, **cfg.models.model_args)
 
 
+# The models each stage creates (the stages that run evals with roles create every role's).
+_STAGE_MODELS = {"discover": ("base",), "plan": ("base", *ROLES), "execute": ("base", *ROLES),
+                 "filter": ("base", *ROLES)}
+
+
+def check_models(cfg: FactoryConfig, stages: Sequence[str]) -> None:
+    """Create every model the stages will use, before any of them runs, so a typo'd provider,
+    role or missing key stops the run at once with the config field that names it."""
+    from rsr.errors import RsrError
+
+    _load_providers(cfg)
+    needed = {who for stage in stages for who in _STAGE_MODELS.get(stage, ())}
+    where = f"{cfg.source_path}: " if cfg.source_path else ""
+    for who in ("base", *ROLES):
+        if who not in needed:
+            continue
+        name = cfg.models.model if who == "base" else cfg.models.for_role(who)  # type: ignore[arg-type]
+        field = "models.model" if who == "base" or who not in cfg.models.roles else f"models.roles.{who}"
+        try:
+            get_model(name, **cfg.models.model_args)
+        except Exception as e:  # unknown provider, missing API key or fixture, ...
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise RsrError(f"{where}{field}: model {name!r} cannot be used: {first}") from e
+
+
 def _load_providers(cfg: FactoryConfig) -> None:
     names = [cfg.models.model, *cfg.models.roles.values()]
     if any(n.startswith("rsr-scripted/") for n in names):

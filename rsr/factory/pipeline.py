@@ -14,7 +14,7 @@ from rsr.errors import RsrError
 from rsr.factory import compress, discover, execute, export, plan, report
 from rsr.factory import filter as filter_stage
 from rsr.factory.config import STAGES, FactoryConfig
-from rsr.factory.ledger import FactoryPaths, StageCost, State, budget_left, unfinished_samples
+from rsr.factory.ledger import FactoryPaths, StageCost, State, budget_left, check_models, unfinished_samples
 from rsr.factory.records import Decision, Runbook, read_rows
 
 PREREQUISITES = {"compress": "rollouts", "plan": "sources", "execute": "runbooks",
@@ -97,6 +97,7 @@ def run(cfg: FactoryConfig, stages: Sequence[str] | None = None,
                       "ids still match")
     state.config_digest = cfg.digest()
     todo = list(stages or STAGES)
+    check_models(cfg, todo)
     # Inspect's own display is a live display too: only one of them may own the terminal.
     with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
                   TextColumn("{task.completed}/{task.total} stages"), TimeElapsedColumn(),

@@ -129,6 +129,10 @@ class ScriptedModel(ModelAPI):
             raise RsrError(f"{PROVIDER}/{model_name}: pass the rules file as model arg "
                            "`fixture` (models.model_args.fixture in factory.yaml)")
         self.fixture = load_fixture(str(fixture))
+        roles = sorted({r.role for r in self.fixture.rules})
+        if model_name not in roles:  # a typo'd role would otherwise fail at its first call
+            raise RsrError(f"{PROVIDER}/{model_name}: {fixture} has no rule for role "
+                           f"{model_name!r} (its roles: {', '.join(roles)})")
 
     async def generate(self, input: list[ChatMessage], tools: list[ToolInfo],
                        tool_choice: ToolChoice, config: GenerateConfig) -> ModelOutput:

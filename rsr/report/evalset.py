@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rsr.bundled import bundled
 from rsr.errors import RsrError, TaskFormatError
 from rsr.yaml_model import load_yaml_model
 
@@ -111,15 +112,17 @@ def load_eval_set(path: str | Path) -> EvalSetConfig:
 
 
 def find_spec(name_or_path: str) -> Path:
-    """A spec path as given, else `evals/<name>.yaml` in the working directory or the
-    checkout this package runs from."""
+    """A spec path as given, else `evals/<name>.yaml` in the working directory or the one
+    shipped with rsr (the checkout's, or the wheel's copy)."""
     direct = Path(name_or_path)
     if direct.is_file():
         return direct
-    for root in (Path.cwd(), Path(__file__).resolve().parents[2]):
-        candidate = root / "evals" / f"{name_or_path}.yaml"
-        if candidate.is_file():
-            return candidate
+    candidate = Path.cwd() / "evals" / f"{name_or_path}.yaml"
+    if candidate.is_file():
+        return candidate
+    shipped = bundled(f"evals/{name_or_path}.yaml")
+    if shipped is not None and shipped.is_file():
+        return shipped
     raise RsrError(
         f"eval-set spec {name_or_path!r} not found (looked for the file and for "
         f"evals/{name_or_path}.yaml); pass --spec PATH"
@@ -138,12 +141,19 @@ def run_eval_set(
     display: str | None = None,
     skip_unavailable: bool = False,
     on_skip: Callable[[str, str], None] | None = None,
+    solver_args: dict[str, Any] | None = None,
+    limit: int | None = None,
+    max_samples: int | None = None,
+    generate: dict[str, Any] | None = None,
 ) -> tuple[bool, list[Path]]:
     """Run (or resume) the eval set into log_dir. Returns (all suites finished, log files).
 
     With skip_unavailable, a suite whose tasks cannot be found on this machine (the paper's
     private TB3/TB4/TBH/SWR100) is skipped and reported through on_skip(suite, reason); it
     then shows as missing in reports rather than stopping the suites that can run.
+
+    solver_args (`-S`) are layered over the spec's `agent_args`; limit and max_samples
+    override the spec's; generate holds Inspect generate options (temperature, max_tokens...).
     """
     from inspect_ai import Epochs, eval_set
     from inspect_ai.solver import SolverSpec
@@ -166,6 +176,7 @@ def run_eval_set(
             raise RsrError(f"eval set {spec.name!r}: cannot create task {suite.task!r}: {e}") from e
     if not tasks:
         raise RsrError(f"eval set {spec.name!r}: none of its suites is available here")
+    agent_args = {**spec.agent_args, **(solver_args or {})}
     metadata = {"rsr_eval_set": spec.name, "rsr_epochs": spec.epochs}
     if label:
         metadata["rsr_label"] = label
@@ -174,7 +185,8 @@ def run_eval_set(
         log_dir=str(log_dir),
         model=model,
         model_args=model_args or {},
-        solver=SolverSpec(agent or spec.agent, spec.agent_args),
+        # Inspect builds the solver from `args_passed`; `args` is only what the log records.
+        solver=SolverSpec(agent or spec.agent, agent_args, args_passed=agent_args),
         epochs=Epochs(spec.epochs, spec.reducers),
         retry_attempts=spec.retry_attempts,
         fail_on_error=spec.fail_on_error,
@@ -182,11 +194,13 @@ def run_eval_set(
         working_limit=spec.limits.working_limit,
         message_limit=spec.limits.message_limit,
         token_limit=spec.limits.token_limit,
-        max_samples=spec.max_samples,
+        max_samples=max_samples or spec.max_samples,
+        limit=limit,
         max_sandboxes=spec.max_sandboxes,
         metadata=metadata,
         tags=[t for t in (spec.name, label) if t],
         display=display,  # type: ignore[arg-type]
+        **(generate or {}),
     )
     paths = [Path(log.location) for log in logs]
     from rsr.verify.evidence import EVIDENCE_DIR, write_manifest

@@ -19,7 +19,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
+import sys
 import threading
+import time
 from pathlib import PurePosixPath
 from typing import Any, Literal, overload
 
@@ -123,7 +126,7 @@ class _Images:
             self._build(config)
 
     def _build(self, config: RsrDockerConfig) -> None:
-        log: list[str] = []
+        progress = BuildProgress(config.task)
         try:
             # Builds use the host network: the package mirror is reachable only from there.
             for chunk in engine.api().build(path=config.build_context, dockerfile=config.dockerfile,
@@ -132,14 +135,60 @@ class _Images:
                                             timeout=int(config.build_timeout_sec),
                                             labels={engine.LABEL_TASK: config.task}):
                 if "stream" in chunk:
-                    log.append(chunk["stream"])
+                    progress.feed(chunk["stream"])
                 if "error" in chunk:
                     raise APIError(chunk["error"])
         except (APIError, OSError) as e:
-            tail = "".join(log)[-4000:]
-            message = f"building the image of task {config.task!r} failed: {e}\n{tail}"
+            message = progress.failure(e)
             self.errors[config.image] = message
             raise ImageBuildError(message) from e
+        progress.done()
+
+
+class BuildProgress:
+    """One line per build step with the time since the build started (on stderr, where it shows
+    above Inspect's display); on failure, the failing step and only its last output lines."""
+
+    TAIL_LINES = 15
+
+    def __init__(self, task: str, out: Any = None) -> None:
+        self.task = task
+        self.out = out
+        self.started = time.monotonic()
+        self.step = ""
+        self.lines: list[str] = []
+        self._partial = ""
+
+    def _say(self, text: str) -> None:
+        print(f"[build {self.task}] {text} ({time.monotonic() - self.started:.1f} s)",
+              file=self.out or sys.stderr, flush=True)
+
+    def feed(self, stream: str) -> None:
+        text = self._partial + stream
+        *complete, self._partial = text.split("\n")
+        for line in complete:
+            if _STEP.match(line):
+                self.step = line.strip()
+                self.lines = []
+                self._say(self.step)
+            elif line.strip():
+                self.lines.append(line.rstrip())
+
+    def failure(self, error: Exception) -> str:
+        if self._partial.strip():
+            self.lines.append(self._partial.rstrip())
+        tail = self.lines[-self.TAIL_LINES:]
+        where = f" at {self.step}" if self.step else ""
+        self._say(f"failed{where}")
+        cut = f"(last {len(tail)} of {len(self.lines)} lines)" if len(self.lines) > len(tail) else ""
+        return (f"building the image of task {self.task!r} failed{where}: {str(error).strip()}\n"
+                + (f"output of that step {cut}:\n" if tail else "") + "\n".join(tail))
+
+    def done(self) -> None:
+        self._say("built")
+
+
+_STEP = re.compile(r"^Step \d+/\d+ : ")
 
 
 _images = _Images()
@@ -205,7 +254,15 @@ class RsrDockerSandbox(SandboxEnvironment):
 
     @classmethod
     async def task_cleanup(cls, task_name: str, config: Any, cleanup: bool) -> None:
-        if not cleanup:
+        if not cleanup:  # --no-sandbox-cleanup: keep this run's agent containers, and say so
+            # (Inspect calls this once at shutdown with task_name "shutdown": every task's.)
+            ours = [i for i in await asyncio.to_thread(engine.owned_containers)
+                    if (i.get("Labels") or {}).get(engine.LABEL_ROLE) == "agent"]
+            for info in ours:
+                name = await asyncio.to_thread(engine.keep_container, info)
+                print(f"rsr-docker kept container {name} (task {(info.get('Labels') or {}).get('rsr.task-name')}): "
+                      f"docker exec -it {name} bash; remove it with "
+                      f"`inspect sandbox cleanup rsr-docker {name}`")
             return
         for info in await asyncio.to_thread(engine.owned_containers):
             if (info.get("Labels") or {}).get(engine.LABEL_TASK) == task_name:
@@ -219,7 +276,11 @@ class RsrDockerSandbox(SandboxEnvironment):
             print(f"removed container {id}")
             return
         removed = await asyncio.to_thread(engine.remove_orphans)
-        print(f"removed {removed} rsr-docker container(s) and snapshot image(s) of runs that are gone")
+        kept = await asyncio.to_thread(engine.kept_containers)  # asked for by name-less cleanup too
+        for info in kept:
+            await asyncio.to_thread(engine.remove_container, info["Id"])
+        print(f"removed {removed} rsr-docker container(s) and snapshot image(s) of runs that are gone"
+              + (f", and {len(kept)} kept with --no-sandbox-cleanup" if kept else ""))
 
     def pause_watchdog(self) -> None:
         """Stop watching storage (the verifier measures it once, host-side, when it starts)."""

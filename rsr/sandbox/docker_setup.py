@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -42,11 +43,27 @@ def setup_script() -> Path:
     return Path(str(resources.files("rsr.sandbox") / "setup-docker.sh"))
 
 
+def remote_engine() -> str | None:
+    """`DOCKER_HOST=...` or `DOCKER_CONTEXT=...` when they point the client away from the local
+    engine that `--fix` installs; None otherwise."""
+    host = os.environ.get("DOCKER_HOST", "").strip()
+    if host and host not in ("unix:///var/run/docker.sock", "unix:///run/docker.sock"):
+        return f"DOCKER_HOST={host}"
+    context = os.environ.get("DOCKER_CONTEXT", "").strip()
+    if context and context != "default":
+        return f"DOCKER_CONTEXT={context}"
+    return None
+
+
 def run_checks(path_for_disk: str = "/var/lib/docker") -> list[Check]:
     fix = f"run `rsr doctor --fix` (runs {setup_script()} as root)"
     checks: list[Check] = []
     client = shutil.which("docker")
     checks.append(Check("docker client", client is not None, client or "not found", fix))
+    remote = remote_engine()
+    if remote:  # --fix would install a local engine that this client does not talk to
+        fix = (f"{remote} points at an engine that does not answer: start it, or unset the "
+               "variable to use this machine's engine (`rsr doctor --fix` sets up only that one)")
     engine = _run(["docker", "version", "--format", "{{json .Server}}"]) if client else None
     engine_version = None
     if engine and engine.returncode == 0 and engine.stdout.strip() not in ("", "null"):
@@ -75,4 +92,10 @@ def run_checks(path_for_disk: str = "/var/lib/docker") -> list[Check]:
 
 def fix() -> int:
     """Install and start everything (idempotent). Returns the script's exit status."""
+    from rsr.errors import RsrError
+
+    remote = remote_engine()
+    if remote:
+        raise RsrError(f"{remote} is set: `--fix` installs and starts a local Docker engine, which "
+                       "this client would not use; unset it first, or start the engine it names")
     return subprocess.run(["bash", str(setup_script())]).returncode

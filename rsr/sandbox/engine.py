@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import select
 import signal
 import socket
@@ -26,13 +27,29 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import docker
-from docker.errors import APIError, NotFound
+from docker.errors import APIError, DockerException, NotFound
+
+from rsr.errors import RsrError
 
 # Labels on everything rsr creates, so cleanup can find it after a crash.
 LABEL_SANDBOX = "rsr.sandbox"
 LABEL_OWNER = "rsr.owner-pid"
 LABEL_TASK = "rsr.task"
 LABEL_ROLE = "rsr.role"
+
+class EngineUnavailable(RsrError):
+    """No Docker engine answers: one line naming where the client looked and the fix."""
+
+    def __init__(self, cause: Exception) -> None:
+        where = os.environ.get("DOCKER_HOST") or "the local socket (/var/run/docker.sock)"
+        # The SDK's message nests urllib3's; the OS error at its end is the useful part.
+        errno = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(cause))
+        reason = errno.group(1).strip().lower() if errno else str(cause).split("(Caused by")[0].strip()[:160]
+        fix = ("start that engine or unset DOCKER_HOST" if os.environ.get("DOCKER_HOST")
+               else "start it with `rsr doctor --fix` (or `systemctl start docker`)")
+        super().__init__(f"no Docker engine answers at {where}: {reason}; {fix}; "
+                         "`rsr doctor` checks the set-up")
+
 
 _clients: dict[int, docker.DockerClient] = {}
 _clients_lock = threading.Lock()
@@ -45,7 +62,10 @@ def client() -> docker.DockerClient:
         found = _clients.get(pid)
         if found is None:
             # max_pool_size: every concurrent exec holds one connection for its whole duration.
-            found = docker.DockerClient.from_env(timeout=600, max_pool_size=64)
+            try:
+                found = docker.DockerClient.from_env(timeout=600, max_pool_size=64)
+            except DockerException as e:
+                raise EngineUnavailable(e) from None
             _clients[pid] = found
         return found
 
@@ -318,10 +338,35 @@ def remove_orphans() -> int:
     return removed
 
 
+KEPT_PREFIX = "rsr-kept-"
+"""Name of a container a run kept on purpose (`--no-sandbox-cleanup`): the sweep leaves it."""
+
+
+def is_kept(info: dict[str, Any]) -> bool:
+    return any(n.lstrip("/").startswith(KEPT_PREFIX) for n in info.get("Names") or [])
+
+
+def keep_container(info: dict[str, Any]) -> str:
+    """Rename a container so that no later sweep removes it; returns its new name."""
+    if is_kept(info):
+        return next(n.lstrip("/") for n in info["Names"] if n.lstrip("/").startswith(KEPT_PREFIX))
+    labels = info.get("Labels") or {}
+    name = f"{KEPT_PREFIX}{labels.get('rsr.task-name', 'sample')}-{info['Id'][:12]}"
+    api().rename(info["Id"], name)
+    return name
+
+
+def kept_containers() -> list[dict[str, Any]]:
+    return [i for i in api().containers(all=True, filters={"label": LABEL_SANDBOX}) if is_kept(i)]
+
+
 def orphaned_containers() -> list[dict[str, Any]]:
-    """rsr containers whose owning process on this host is gone (a crashed or killed run)."""
+    """rsr containers whose owning process on this host is gone (a crashed or killed run), except
+    those a run kept on purpose (`--no-sandbox-cleanup`)."""
     orphans = []
     for info in api().containers(all=True, filters={"label": LABEL_SANDBOX}):
+        if is_kept(info):
+            continue
         owner = (info.get("Labels") or {}).get(LABEL_OWNER, "")
         if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
             orphans.append(info)

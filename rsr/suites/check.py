@@ -174,17 +174,30 @@ def _samples_by_task(log: EvalLog) -> dict[str, list[Any]]:
 
 
 def build_image(task: LoadedTask) -> tuple[float, float | None, str | None]:
-    """Build the task's image the way Inspect will (same compose file); (seconds, MB, error)."""
+    """Build the task's image the way its eval will (rsr-docker's builder, or the compose file of
+    a task with its own services); (seconds, MB, error: the failing step's last lines)."""
     from rsr.sandbox.compose import compose_spec, write_compose_file
+    from rsr.sandbox.docker_api import ImageBuildError, ensure_image
+    from rsr.sandbox.spec import docker_config, uses_compose
 
-    compose = write_compose_file(task)
-    image = compose_spec(task)["services"]["default"].get("image")
     started = time.monotonic()
-    proc = subprocess.run(["docker", "compose", "-f", compose, "build"], capture_output=True, text=True,
-                          timeout=max(60, int(task.config.environment.build_timeout_sec)))
+    if not uses_compose(task) and not task.config.environment.docker_image:
+        cfg = docker_config(task)
+        image = cfg.image
+        try:
+            ensure_image(cfg)
+        except ImageBuildError as e:
+            return time.monotonic() - started, None, str(e)
+    else:
+        compose = write_compose_file(task)
+        image = compose_spec(task)["services"]["default"].get("image")
+        proc = subprocess.run(["docker", "compose", "-f", compose, "build", "--progress", "plain"],
+                              capture_output=True, text=True,
+                              timeout=max(60, int(task.config.environment.build_timeout_sec)))
+        if proc.returncode != 0:
+            lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
+            return time.monotonic() - started, None, "\n".join(lines[-15:])
     seconds = time.monotonic() - started
-    if proc.returncode != 0:
-        return seconds, None, (proc.stdout + proc.stderr)[-2000:]
     size = subprocess.run(["docker", "image", "inspect", image, "--format", "{{.Size}}"],
                           capture_output=True, text=True)
     mb = int(size.stdout.strip()) / 1e6 if size.returncode == 0 and size.stdout.strip() else None

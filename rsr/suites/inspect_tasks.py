@@ -15,6 +15,7 @@ from rsr.sandbox.healthcheck import healthcheck_script
 from rsr.sandbox.images import ImageMap, find_image_map
 from rsr.suites.registry import PinCheck, check_pin, resolve_suite_path
 from rsr.suites.sandbox_choice import check_kind, sandbox_spec
+from rsr.suites.sandbox_guard import SANDBOX_TYPE_KEY, sandbox_guard
 from rsr.tasks.load import LoadedTask, load_dataset, verifier_mode
 from rsr.verify.scorer import verifier
 
@@ -44,6 +45,7 @@ def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: I
                 evidence: bool = False) -> Sample:
     cfg = task.config
     internet = effective_internet(task, network)
+    spec = sandbox_spec(task, sandbox, images, allow_internet=internet, bridge=bridge)
     return Sample(
         id=task.name,
         input=task.instruction,
@@ -80,8 +82,9 @@ def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: I
             "integrity_policy": integrity,
             # Keep the sample's evidence bundle beside the log (rsr.verify.evidence).
             "evidence": evidence,
+            SANDBOX_TYPE_KEY: spec.type,
         },
-        sandbox=sandbox_spec(task, sandbox, images, allow_internet=internet, bridge=bridge),
+        sandbox=spec,
         setup=sample_setup(task),
         # Relative keys land in the sandbox's working directory, where Harbor uploads them.
         files={_in_workdir(task, rel): str(path) for rel, path in task.prebuilt_environment_files().items()} or None,
@@ -151,6 +154,7 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
                                for t in loaded.tasks],
                               name=suite, location=str(root)),
         solver=solver or _default_solver(),
+        setup=sandbox_guard(),
         scorer=verifier(integrity),
         metadata=metadata,
         # As under Harbor, one broken task (an image that does not build) is that task's error;

@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from rsr.bundled import bundled
 from rsr.errors import RsrError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -67,8 +68,9 @@ def tasks_home() -> Path:
 
 
 def resolve_suite_path(suite: str, path: str | None = None) -> Path:
-    """The local directory holding a suite's tasks: `path`, the repo copy, or the cache (filled
-    by `rsr tasks fetch`). Raises a clear error saying how to provide it."""
+    """The local directory holding a suite's tasks: `path`; for a bundled suite (core) the working
+    directory's `tasks/core`, else the copy shipped with rsr; else the cache (filled by `rsr tasks
+    fetch`). Raises a clear error saying how to provide it."""
     spec = SUITES.get(suite)
     if spec is None:
         raise RsrError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
@@ -78,7 +80,11 @@ def resolve_suite_path(suite: str, path: str | None = None) -> Path:
             raise RsrError(f"{suite}: -T path={path} does not exist")
         return p
     if spec.local:
-        return REPO_ROOT / spec.local
+        # The user's tree first (`rsr tasks new` writes into ./tasks/core), then the copy rsr ships.
+        here = Path.cwd() / spec.local
+        if here.is_dir():
+            return here
+        return bundled(spec.local) or REPO_ROOT / spec.local
     cached = tasks_home() / suite
     if cached.exists() and any(cached.iterdir()):
         return cached / spec.subdir if spec.subdir else cached

@@ -163,7 +163,9 @@ class LoadedDataset:
 
 def load_dataset(cfg: DatasetConfig) -> LoadedDataset:
     """Read and validate every row; the first malformed row raises `DatasetRowError`."""
-    path = cfg.path
+    from rsr.bundled import find_file
+
+    path = find_file(cfg.path)  # relative paths: the working directory's, else the shipped file
     if not path.exists():
         raise RsrError(f"dataset {path} not found (paths are relative to the current directory)")
     rows, stripped = [], 0

@@ -53,3 +53,24 @@ def test_smoke_example_config_is_valid() -> None:
     cfg = load_config(root / "examples" / "factory-smoke.yaml")
     assert Path(cfg.models.model_args["fixture"]).is_file()
     assert cfg.export.eval_paths[0].is_dir()
+
+
+@pytest.mark.parametrize(("old", "new", "field"), [
+    ("planner: rsr-scripted/planner", "planner: rsr-scripted/planer", "models.roles.planner"),
+    ("auditor: rsr-scripted/auditor", "auditor: rsr-scriptd/auditor", "models.roles.auditor"),
+], ids=["role-typo", "provider-typo"])
+def test_factory_run_rejects_model_typo_before_any_stage_runs(tmp_path: Path, capsys, old: str,
+                                                              new: str, field: str) -> None:
+    import shutil
+
+    from rsr.cli.main import main
+
+    repo = Path(__file__).resolve().parents[2]
+    shutil.copytree(repo / "examples/factory-smoke", tmp_path / "factory-smoke")
+    text = (repo / "examples/factory-smoke.yaml").read_text()
+    assert old in text
+    config = _write(tmp_path, text.replace(old, new).replace("../runs/factory-smoke", "out"))
+    assert main(["factory", "run", str(config)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"factory.yaml: {field}: model" in err and new.split(": ")[1] in err
+    assert not (tmp_path / "out" / "logs").exists()  # discovery never started

@@ -97,3 +97,47 @@ def test_rsr_eval_table5_does_skip_suites_not_on_this_machine(
 
     assert main([*args, "--strict"]) == 2
     assert "skipping" not in capsys.readouterr().out
+
+
+def _probe_registry() -> None:
+    """A registered task of three samples and a solver that records the arguments it was
+    built with, so the test sees what Inspect ran (not what the log header claims)."""
+    from inspect_ai import Task, task
+    from inspect_ai.dataset import Sample
+    from inspect_ai.solver import Generate, TaskState, solver
+
+    @task(name="rsrtest/three")
+    def three() -> Task:
+        return Task(dataset=[Sample(input=f"q{i}", target="a") for i in range(3)])
+
+    @solver(name="rsrtest/record")
+    def record(episodes: int = 1_000_000, wait_mode: str = "fixed"):
+        async def solve(state: TaskState, generate: Generate) -> TaskState:
+            state.store.set("built_with", {"episodes": episodes, "wait_mode": wait_mode})
+            return await generate(state)
+        return solve
+
+
+def test_rsr_eval_run_does_apply_agent_args_and_inspect_run_options(tmp_path: Path) -> None:
+    from inspect_ai.log import read_eval_log
+
+    from rsr.cli.main import main
+
+    _probe_registry()
+    spec = tmp_path / "probe.yaml"
+    spec.write_text("name: probe\nsuites: [{task: rsrtest/three}]\nepochs: 1\nreducers: [mean]\n"
+                    "agent: rsrtest/record\nagent_args: {episodes: 3, wait_mode: fixed}\n")
+    rc = main(["eval", "run", str(spec), "--model", "mockllm/model", "--log-dir",
+               str(tmp_path / "logs"), "-S", "wait_mode=adaptive", "--limit", "2",
+               "--max-samples", "1", "--temperature", "0.3", "--max-tokens", "77"])
+    assert rc == 0
+    (log_file,) = (tmp_path / "logs").glob("*.eval")
+    log = read_eval_log(str(log_file))
+    assert log.samples is not None and len(log.samples) == 2
+    built = {s.store["built_with"]["episodes"] for s in log.samples}, \
+        {s.store["built_with"]["wait_mode"] for s in log.samples}
+    assert built == ({3}, {"adaptive"})
+    assert log.eval.solver_args == {"episodes": 3, "wait_mode": "adaptive"}
+    assert log.eval.model_generate_config.temperature == 0.3
+    assert log.eval.model_generate_config.max_tokens == 77
+    assert log.eval.config.max_samples == 1

@@ -408,3 +408,14 @@ def test_load_task_rejects_a_compose_file_that_is_not_one(tmp_path: Path) -> Non
     broken = harbor_task(tmp_path, "broken-compose", extra={"environment/docker-compose.yaml": "services: {a: [}\n"})
     with pytest.raises(TaskFormatError, match=r"docker-compose\.yaml: invalid YAML"):
         load_task(broken)
+
+
+@pytest.mark.docker
+def test_tasks_new_scaffold_does_pass_the_quality_gate(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # The README's worked example (the --milestones variant writes reward.json and passed before).
+    assert main(["tasks", "new", "word-counts", "--root", str(tmp_path), "--category", "text-processing",
+                 "--difficulty", "easy"]) == 0
+    rc = main(["tasks", "check", str(tmp_path / "word-counts"), "--runs", "1",
+               "--log-dir", str(tmp_path / "logs")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
