@@ -81,6 +81,7 @@ COMMANDS: dict[str, Doc] = {
     "rsr tasks check tasks/core/my-task": Doc("run", extra="--runs 1"),
     "rsr tasks check core --only oracle,null --runs 1": Doc("run", extra="--tasks hello-world"),
     "rsr tasks catalog tasks/core": Doc("run"),
+    "rsr tasks check core --only leak --runs 1": Doc("run", extra="--tasks hello-world"),
     "rsr tasks shell hello-world --oracle --tests": Doc("run", own_process=True),
     "inspect eval rsr/tb2 --solver rsr/oracle -T network=none": Doc("static", NET + " (rsr tasks fetch tb2)"),
     "rsr tasks new word-counts --category text-processing --difficulty easy": Doc("run"),
@@ -121,6 +122,27 @@ COMMANDS: dict[str, Doc] = {
     "rsr eval table5 --model vllm/CKPT --label RSR --log-dir logs/rsr": Doc("static", GPU),
     "rsr report table5 logs/base logs/direct logs/rsr --out report/": Doc("static", "reads the three Table 5 "
                                                                            "runs above (" + GPU + ")"),
+    # README: reinforcement learning
+    "python benchmarks/rl_tiny.py --out runs/rl-tiny": Doc(
+        "static", "a cold start and two GRPO runs: tens of minutes on CPU (its run function is exercised by "
+                  "tests/rl/test_rl_grpo.py)"),
+    "rsr rl examples/rl-tiny.yaml": Doc("static", "trains from the cold start python benchmarks/rl_tiny.py builds"),
+    "rsr rl examples/rl-tiny.yaml --shuffle-rewards --output-dir runs/rl-tiny/control --no-resume": Doc(
+        "static", "the shuffled-reward control of the run above"),
+    "accelerate launch --config_file training/accelerate/fsdp2.yaml --num_processes 4 -m rsr.rl "
+    "training/rl/grpo-qwen-27b.yaml": Doc("static", GPU),
+    # README: evidence bundles and regrade
+    "inspect eval rsr/core --solver rsr/oracle -T tasks=hello-* -T evidence=true --log-dir logs/ev": Doc(
+        "run", extra=LIMIT),
+    "rsr regrade logs/ev": Doc("run"),
+    "rsr regrade logs/ev --tasks tasks/core --jobs 2": Doc("run"),
+    "inspect score logs/ev/*.eval --scorer rsr/verifier --action overwrite": Doc(
+        "covered", "tests/report/test_regrade.py::test_inspect_score_does_regrade_from_bundles_and_refuses_a_log_"
+                   "without_them"),
+    "rsr report table5 logs/base logs/rsr --out report/ --regrade": Doc(
+        "static", "reads the Table 5 runs above (" + GPU + ")"),
+    "python benchmarks/bundle_size.py": Doc(
+        "static", "the whole core suite twice (minutes); tests/report/test_regrade.py regrades real runs"),
     # docs/cluster.md
     "pip install rsr[k8s]": Doc("static", NET),
     "helm version": Doc("static", CLUSTER),
@@ -269,8 +291,14 @@ def check_static(key: str) -> None:
         from rsr.training.config import load_recipe
 
         assert (REPO / argv[argv.index("--config_file") + 1]).is_file()
-        assert find_spec(argv[argv.index("-m") + 1]) is not None
-        load_recipe(REPO / argv[-1])
+        module = argv[argv.index("-m") + 1]
+        assert find_spec(module) is not None
+        if module == "rsr.rl":
+            from rsr.rl.config import load_rl_config
+
+            load_rl_config(REPO / argv[-1])
+        else:
+            load_recipe(REPO / argv[-1])
         assert shutil.which("accelerate", path=str(BIN)), "accelerate is not installed"
     elif prog.startswith("./"):
         assert subprocess.run(["bash", "-n", str(REPO / prog)]).returncode == 0
@@ -281,6 +309,11 @@ def check_static(key: str) -> None:
         for arg in argv[2:]:
             m = re.fullmatch(r"rsr\[(\w+)\]", arg)
             assert m and m.group(1) in extras, f"pyproject.toml has no extra for {arg}"
+    elif prog == "python":
+        script = REPO / argv[1]
+        assert script.is_file(), f"{argv[1]} does not exist"
+        assert subprocess.run([sys.executable, str(script), "--help"], capture_output=True, cwd=REPO,
+                              timeout=300).returncode == 0, f"{argv[1]} --help fails"
     else:
         assert prog in {"helm", "kubectl", "docker"}, f"no static check for {prog}"
 
