@@ -46,7 +46,7 @@ def test_critique_rejects_hidden_test_name_and_expected_value() -> None:
 
 def test_critique_rejects_a_quoted_hidden_test_line() -> None:
     reasons = _checks("hello-world", _with(checks=[
-        'content = path.read_text(errors="replace").strip()']))
+        'print(f"FAIL: expected \'Hello, world!\', found {content!r}")']))
     assert any(r.startswith("verifier leakage:") and "tests/test_hello.py" in r for r in reasons)
 
 

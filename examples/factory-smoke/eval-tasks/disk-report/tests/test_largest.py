@@ -1,8 +1,12 @@
 import os
 import random
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, "/tests")
+import rsr_check as rc  # noqa: E402
+
+rc.lockdown()
+rc.expose("/app")
 
 SCRIPT = "/app/largest.sh"
 
@@ -22,10 +26,11 @@ def build_tree(root: str, rng: random.Random) -> None:
         with open(os.path.join(d, name), "wb") as f:
             f.write(b"x" * rng.choice(sizes + [rng.randint(0, 200000)]))
     # A huge file reached only through a symlink must not appear, nor the link itself.
-    outside = tempfile.mkdtemp()
+    outside = rc.scratch("outside-")
     big = os.path.join(outside, "huge.bin")
     with open(big, "wb") as f:
         f.write(b"y" * 500000)
+    rc.hand_over(outside)
     os.symlink(big, os.path.join(root, "link-to-huge"))
     os.symlink(outside, os.path.join(root, "linked-dir"))
     os.mkfifo(os.path.join(root, "a-fifo"))
@@ -51,11 +56,12 @@ def main() -> int:
     failures = 0
     for seed in range(6):
         rng = random.Random(1000 + seed)
-        root = tempfile.mkdtemp(prefix="tree")
+        root = rc.scratch("tree-")
         build_tree(root, rng)
+        rc.hand_over(root)
         for n in (1, 5, 1000):
             want = reference(root, n)
-            r = subprocess.run([SCRIPT, root, str(n)], capture_output=True, text=True, timeout=30)
+            r = rc.run([SCRIPT, root, str(n)], timeout=30)
             if r.returncode != 0 or r.stdout != want:
                 failures += 1
                 print(f"FAIL seed={seed} n={n} rc={r.returncode}\nwant:\n{want}\ngot:\n{r.stdout}\nstderr:{r.stderr}")
