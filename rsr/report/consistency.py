@@ -61,6 +61,10 @@ def sample_facts(sample: Any) -> SampleFacts:
     return facts
 
 
+TASK_SETUP = frozenset({"rsr/sandbox_guard"})
+"""Solvers every rsr task runs as its own setup (rsr.suites.sandbox_guard), whatever the solver."""
+
+
 def _model_names_agree(header: str, reported: str) -> bool:
     """`output.model` is the provider's own name (`gpt-4o-2024-08-06` for `openai/gpt-4o`):
     it agrees when it is the header's model, its name without provider, or an extension of it."""
@@ -93,10 +97,11 @@ def header_problems(log: Any, facts: list[SampleFacts], benchmark: str) -> list[
                         f"attempt, but no sample called any model (the header's model "
                         f"{spec.model!r} never ran)")
 
-    plan = [s.solver for s in (log.plan.steps if log.plan else [])]
+    # Every rsr suite runs its sandbox guard as the task's setup step, before any solver.
+    plan = [s.solver for s in (log.plan.steps if log.plan else []) if s.solver not in TASK_SETUP]
     if spec.solver is not None and plan and plan != [spec.solver]:
         problems.append(f"header: eval.solver is {spec.solver!r} but the plan's steps are {plan}")
-    ran = sorted({s for f in facts for s in f.solvers})
+    ran = sorted({s for f in facts for s in f.solvers} - TASK_SETUP)
     if spec.solver is not None and ran and ran != [spec.solver]:
         problems.append(f"header: eval.solver is {spec.solver!r} but the samples' transcripts ran "
                         f"the solver(s) {ran}")

@@ -129,6 +129,17 @@ def find_spec(name_or_path: str) -> Path:
     )
 
 
+def _takes(task_name: str, param: str) -> bool:
+    """Whether the registered task `task_name` has a parameter `param` (rsr suites do; a
+    user's own task in an eval spec may not)."""
+    import inspect as pyinspect
+
+    from inspect_ai._util.registry import registry_lookup
+
+    found = registry_lookup("task", task_name)
+    return found is not None and param in pyinspect.signature(found).parameters
+
+
 def run_eval_set(
     spec: EvalSetConfig,
     *,
@@ -164,7 +175,9 @@ def run_eval_set(
     tasks = []
     for suite in spec.suites:
         # Leaderboard and Table 5 runs keep evidence bundles unless a spec or -T says otherwise.
-        args = {"evidence": True, **suite.args, **(task_args or {})}
+        args = {**suite.args, **(task_args or {})}
+        if "evidence" not in args and _takes(suite.task, "evidence"):
+            args["evidence"] = True
         try:
             tasks.append(registry_create("task", suite.task, **args))
         except RsrError as e:

@@ -17,6 +17,7 @@ from attack_scripts import ATTACKS, CONTROL_TASKS, LIVE_TASK, ORACLE, Attack, ru
 
 pytestmark = pytest.mark.docker
 
+REPO = Path(__file__).resolve().parents[2]
 BY_NAME = {a.name: a for a in ATTACKS}
 
 
@@ -84,6 +85,12 @@ def test_verifier_rejects_forged_reward_files(attacked: dict[str, Any], name: st
 
 def test_verifier_rejects_a_deliverable_that_keeps_a_reward_writer_alive(attacked: dict[str, Any]) -> None:
     attack = BY_NAME["deliverable-spawns-reward-keeper"]
+    if (REPO / "tasks" / "core" / attack.task / "tests" / "rsr_check.py").is_file():
+        # The checker kit runs the deliverable as nobody and kills what it leaves before the
+        # reward is written: the keeper never survives to be listed, and the pass is not forged.
+        value, meta = verdict(attacked[attack.id])
+        assert value["passed"] == 0 and meta["integrity"]["mode"] == "strict", meta
+        return
     meta = assert_defeated(attacked[attack.id], attack)
     assert any("keeper" in cmd for cmd in meta["integrity"]["survivors"]), meta["integrity"]
 

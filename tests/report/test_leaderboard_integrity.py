@@ -58,10 +58,11 @@ def test_validate_log_rejects_an_agent_that_is_not_a_registered_harness(
         log_of, board: Path, tmp_path: Path) -> None:
     def renamed(log: EvalLog) -> None:
         # What `inspect eval --solver myorg/sneaky` records: the header, the plan and the spans.
-        log.eval.solver = log.plan.steps[0].solver = "myorg/sneaky"
+        # (The task's own setup step, rsr/sandbox_guard, stays what it is.)
+        log.eval.solver = next(s for s in log.plan.steps if s.solver != "rsr/sandbox_guard").solver = "myorg/sneaky"
         for sample in log.samples:
             for e in sample.events:
-                if e.event == "span_begin" and e.type in ("solver", "agent"):
+                if e.event == "span_begin" and e.type in ("solver", "agent") and e.name != "rsr/sandbox_guard":
                     e.name = "myorg/sneaky" if e.type == "solver" else "sneaky"
 
     bad = _rewritten(log_of("null"), tmp_path / "x.eval", renamed)
