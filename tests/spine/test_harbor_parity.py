@@ -347,7 +347,14 @@ def start_harbor(tasks: list[Path], workdir: Path, agent: str = "oracle") -> sub
     dataset = workdir / f"harbor-tasks-{agent}"
     dataset.mkdir()
     for t in tasks:
-        harbor_copy(t, dataset)
+        copy = harbor_copy(t, dataset)
+        if agent != "oracle":
+            # Harbor's copies share the host network and its two runs overlap: a sidecar's port
+            # must differ between them or the second bind fails (exit 98).
+            for f in (p for p in copy.rglob("*") if p.is_file()):
+                text = f.read_text(errors="surrogateescape")
+                if "18081" in text:
+                    f.write_text(text.replace("18081", "18082"), errors="surrogateescape")
     return subprocess.Popen([str(harbor_home() / "bin" / "harbor"), "run", "-p", str(dataset), "--agent", agent,
                              "-n", "4", "-o", str(workdir / f"harbor-jobs-{agent}"), "-y", "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
