@@ -145,41 +145,13 @@ def create(agent_container: str, task: LoadedTask, join_network: bool = True) ->
     image = api.commit(agent_container, repository=tag.split(":")[0], tag=tag.split(":")[1],
                        conf={"Labels": {**(source["Config"].get("Labels") or {}), engine.LABEL_SANDBOX: "rsr-verify",
                                         engine.LABEL_OWNER: str(os.getpid())}})["Id"]
-    host_dir, tests_dir, logs_dir = host_dirs("sample-")
-    stage_tests(task, tests_dir)
-    limits = source["HostConfig"]
-    config = source["Config"]
-    env = [e for e in (config.get("Env") or [])]
-    path_env = next((e.split("=", 1)[1] for e in env if e.startswith("PATH=")), None)
-    labels = dict(config.get("Labels") or {})
-    labels.update({engine.LABEL_SANDBOX: "rsr-verify", engine.LABEL_OWNER: str(os.getpid()),
-                   engine.LABEL_ROLE: "verifier"})
-    host: dict[str, Any] = {
-        "network_mode": f"container:{agent_container}" if join_network else _own_network(limits),
-        "nano_cpus": limits.get("NanoCpus") or None,
-        "mem_limit": limits.get("Memory") or None,
-        "memswap_limit": limits.get("MemorySwap") or None,
-        "pids_limit": limits.get("PidsLimit") or None,
-        "binds": {str(tests_dir): {"bind": TESTS_MOUNT, "mode": "rw"},
-                  str(logs_dir): {"bind": VERIFIER_LOG_DIR, "mode": "rw"}},
-        "device_requests": limits.get("DeviceRequests") or None,
-        # A commit holds the container's own layer, not its volumes (an image's VOLUME, a
-        # compose volume): the tests see those as the agent left them, as under Harbor.
-        "volumes_from": [agent_container] if source.get("Mounts") else None,
-    }
     try:
-        created = api.create_container(
-            image, command=KEEPALIVE, entrypoint=[], working_dir=config.get("WorkingDir") or None,
-            environment=env, labels=labels, stop_signal="SIGKILL",
-            host_config=api.create_host_config(**{k: v for k, v in host.items() if v is not None}))
-        container = created["Id"]
-        api.start(container)
+        snap = create_pristine(agent_container, task, image, join_network=join_network, template=source)
     except Exception:
         _remove_image(image)
-        shutil.rmtree(host_dir, ignore_errors=True)
         raise
-    return Snapshot(container=container, image=image, host_dir=host_dir,
-                    working_dir=config.get("WorkingDir") or "/", path_env=path_env)
+    snap.image = image  # ours: destroy() removes it
+    return snap
 
 
 def _own_network(agent_host_config: dict[str, Any]) -> str:
