@@ -271,6 +271,10 @@ class VerifierSection(NetworkFields):
     allow_changes: list[str] | None = None
     """Globs of system paths the task's deliverable may change (integrity audit). Declaring the
     field, even empty, makes the audit strict for the task."""
+    allow_ptrace: bool = False
+    """The tests trace processes (LeakSanitizer, gdb, strace): strict mode's seccomp boundary
+    lets ptrace through for this task. The checker kit still keeps the checker out of reach
+    (non-dumpable, deliverables without capabilities), which the kernel enforces."""
     reward_range: tuple[float, float] | None = None
 
     @field_validator("env", mode="before")

@@ -32,14 +32,18 @@ CLONE_NEWUSER = 0x10000000
 
 
 @cache
-def strict_profile() -> str:
-    """The profile as the engine's `seccomp=` security option takes it (JSON text)."""
+def strict_profile(allow_ptrace: bool = False) -> str:
+    """The profile as the engine's `seccomp=` security option takes it (JSON text).
+    `allow_ptrace` (a task's `[verifier] allow_ptrace`) lets ptrace itself through for tests
+    that trace their own children; the calls that read or write another process's memory
+    without tracing it stay refused."""
+    refused = [name for name in REFUSED if not (allow_ptrace and name == "ptrace")]
     arches = ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", "SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM"]
     profile = {
         "defaultAction": "SCMP_ACT_ALLOW",
         "architectures": arches,
         "syscalls": [
-            {"names": list(REFUSED), "action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM},
+            {"names": refused, "action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM},
             # clone3 passes its flags in memory a filter cannot read: ENOSYS makes libc fall back
             # to clone, whose flags it can.
             {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": errno.ENOSYS},
@@ -50,7 +54,7 @@ def strict_profile() -> str:
     return json.dumps(profile, separators=(",", ":"))
 
 
-def security_options() -> list[str]:
+def security_options(allow_ptrace: bool = False) -> list[str]:
     """Strict mode's security options: the profile, and no privilege gained through exec
     (a setuid binary the deliverable planted stays unprivileged)."""
-    return [f"seccomp={strict_profile()}", "no-new-privileges:true"]
+    return [f"seccomp={strict_profile(allow_ptrace)}", "no-new-privileges:true"]

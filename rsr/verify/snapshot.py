@@ -116,7 +116,7 @@ def create_pristine(agent_container: str | None, task: LoadedTask, image: str, *
         # The agent's volumes (an image's VOLUME, a compose volume) are not in its layer: the
         # tests see them as the agent left them, as under Harbor.
         "volumes_from": [agent_container] if agent_container and source.get("Mounts") else None,
-        "security_opt": security_options() if hardened else None,
+        "security_opt": security_options(task.config.verifier.allow_ptrace) if hardened else None,
     }
     try:
         created = api.create_container(

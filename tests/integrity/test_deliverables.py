@@ -32,9 +32,9 @@ def write(path: Path, text: str, mode: int = 0o644) -> None:
 
 
 def task_dir(root: Path, name: str, *, allow: str | None, test_sh: str, agent_sh: str,
-             dockerfile_extra: str = "") -> None:
+             dockerfile_extra: str = "", verifier_extra: str = "") -> None:
     d = root / name
-    verifier = "timeout_sec = 60\n" + (f"allow_changes = {allow}\n" if allow is not None else "")
+    verifier = "timeout_sec = 60\n" + (f"allow_changes = {allow}\n" if allow is not None else "") + verifier_extra
     write(d / "task.toml", f'schema_version = "1.1"\n[task]\nname = "test/{name}"\n[verifier]\n{verifier}'
                            '[agent]\ntimeout_sec = 120\n[environment]\nworkdir = "/app"\nallow_internet = false\n')
     write(d / "instruction.md", "Do the work.\n")
@@ -83,6 +83,35 @@ echo "PROBE setuid_gain=$(r nobody /app/rootshell -p -c 'test "$(id -u)" = 0')"
 echo 1 > /logs/verifier/reward.txt
 """
 PROBE_AGENT = "cp /bin/bash /app/rootshell && chmod 4755 /app/rootshell\n"
+
+# A task that declares `allow_ptrace` (its tests trace their own children, as LeakSanitizer
+# does): tracing a child works; what a deliverable would need against its checker does not. The
+# "checker" here is a root process that made itself non-dumpable, as the kit's checker does.
+PTRACE_PROBE_TESTS = r"""
+r() { if "$@" >/dev/null 2>&1; then echo yes; else echo no; fi; }
+nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+python3 -c 'import ctypes, time; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); time.sleep(60)' &
+checker=$!
+sleep 0.5
+attach='import ctypes, sys; sys.exit(ctypes.CDLL(None, use_errno=True).ptrace(16, int(sys.argv[1]), 0, 0) != 0)'
+echo "PROBE trace_child=$(r python3 -c '
+import os, sys, ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+pid = os.fork()
+if pid == 0:
+    sys.exit(0 if libc.ptrace(0, 0, 0, 0) == 0 else 3)
+sys.exit(os.waitpid(pid, 0)[1] >> 8)')"
+echo "PROBE root_attach_checker=$(r python3 -c "$attach" $checker)"
+echo "PROBE nobody_attach_checker=$(r nobody python3 -c "$attach" $checker)"
+echo "PROBE process_vm=$(r python3 -c '
+import ctypes, os, sys
+buf = ctypes.create_string_buffer(8)
+iov = (ctypes.c_void_p * 2)(ctypes.addressof(buf), 8)
+libc = ctypes.CDLL(None, use_errno=True)
+sys.exit(libc.process_vm_readv(os.getpid(), iov, 1, iov, 1, 0) < 0)')"
+kill $checker
+echo 1 > /logs/verifier/reward.txt
+"""
 
 # A real-world shape of honest work in a task that declares nothing (run under -T integrity=strict):
 # a data directory named like a standard module, and a pip install that brings setuptools'
@@ -136,6 +165,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
              dockerfile_extra="RUN touch /app/preexisting /app/keep\n")
     task_dir(root, "probe-strict", allow="[]", test_sh=PROBE_TESTS, agent_sh=PROBE_AGENT)
     task_dir(root, "probe-harbor", allow=None, test_sh=PROBE_TESTS, agent_sh=PROBE_AGENT)
+    task_dir(root, "probe-ptrace", allow="[]", test_sh=PTRACE_PROBE_TESTS, agent_sh="true\n",
+             verifier_extra="allow_ptrace = true\n")
     task_dir(root, "undeclared", allow=None, test_sh=UNDECLARED_TESTS, agent_sh=UNDECLARED_AGENT)
     logs = inspect_eval(tasks_task("harbor", root, None, None), solver=scripted_agent(), model="mockllm/model",
                         display="none", log_dir=str(root / "_logs"))
@@ -179,6 +210,14 @@ def test_strict_checker_refuses_what_a_deliverable_could_use_against_it(runs: di
     assert runs["probe-strict"]["first"]["integrity"]["hardened"] is True
     assert found == {"write_tests": "no", "nobody_reads_tests": "no", "nobody_writes_reward": "no",
                      "ptrace": "no", "userns": "no", "setuid_gain": "no"}, found
+
+
+def test_task_allowing_ptrace_can_trace_its_children_but_not_its_checker(runs: dict[str, Any]) -> None:
+    result = runs["probe-ptrace"]["first"]
+    assert result["integrity"]["hardened"] is True
+    found = probe(result)
+    assert found == {"trace_child": "yes", "root_attach_checker": "no", "nobody_attach_checker": "no",
+                     "process_vm": "no"}, found
 
 
 def test_harbor_mode_keeps_harbors_checker_environment(runs: dict[str, Any]) -> None:

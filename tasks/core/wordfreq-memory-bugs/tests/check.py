@@ -50,9 +50,9 @@ def expected(text, stop, n):
 
 
 env = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "halt_on_error=1"}
-# LeakSanitizer stops the process's threads with ptrace; a verifier whose seccomp profile refuses
-# ptrace (rsr's strict mode) makes it fail on every run. Then leaks cannot be checked here:
-# said in the output, the rest of the sanitizers still run.
+# LeakSanitizer stops the process's threads with ptrace (task.toml's `allow_ptrace` lets it
+# through rsr's strict seccomp profile). A verifier that refuses ptrace makes it fail on every
+# run: then leaks cannot be checked here, said in the output; the other sanitizers still run.
 leak = rc.put(f"{B}/leak.c", "#include <stdlib.h>\nint main(void){ return malloc(7) == 0; }\n")
 rc.run(["gcc", "-fsanitize=address", "-o", f"{B}/leak", leak], timeout=120)
 probe = rc.run([f"{B}/leak"], timeout=60, env=env)
