@@ -51,10 +51,11 @@ def rl_config(model: Path, out: Path, steps: int, shuffle: bool, seed: int,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--tasks-per-step", type=int, default=2,
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--tasks-per-step", type=int, default=4,
                         help="groups (of 4 rollouts) per GRPO step")
-    parser.add_argument("--lr", type=float, default=2e-3, help="GRPO learning rate")
+    parser.add_argument("--lr", type=float, default=1e-3,
+                        help="GRPO learning rate (2e-3 unlearns the reply format within 12 steps)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
