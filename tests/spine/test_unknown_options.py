@@ -1,0 +1,85 @@
+"""A typo'd `-T`, `-S` or `-M` is refused in one line naming the closest option and the valid
+ones, before anything runs. (Inspect drops a `-T` its task does not declare with a warning and
+runs the task's default selection; an unknown `-S` ended in a TypeError traceback.)"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rsr.errors import RsrError, UnknownOptionError
+from rsr.suites import inspect_tasks
+
+REPO = Path(__file__).resolve().parents[2]
+INSPECT = Path(sys.executable).with_name("inspect")
+SUITES = ["core", "harbor", "tb2", "tb2_1", "tb3", "tb4", "tbh", "swr100", "lhtb"]
+
+
+def _inspect_eval(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(INSPECT), "eval", *args, "--log-dir", str(tmp_path / "logs")],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def _one_error(proc: subprocess.CompletedProcess[str]) -> str:
+    out = " ".join((proc.stdout + proc.stderr).split())  # Rich wraps long lines
+    assert "Traceback" not in out, out
+    return out
+
+
+def test_inspect_eval_refuses_a_typod_task_option_instead_of_running_every_task(tmp_path: Path) -> None:
+    proc = _inspect_eval(tmp_path, "rsr/core", "--solver", "rsr/oracle", "-T", "taks=hello-world",
+                         "--limit", "1")
+    out = _one_error(proc)
+    assert proc.returncode != 0, out
+    assert "rsr/core: unknown option -T taks (did you mean -T tasks?)" in out, out
+    assert "its options: evidence, exclude, images, integrity, network, path, sandbox, tasks, unpinned" in out
+    assert not list((tmp_path / "logs").glob("*.eval")), "the eval ran"
+
+
+def test_inspect_eval_refuses_a_typod_harness_option_in_one_line(tmp_path: Path) -> None:
+    proc = _inspect_eval(tmp_path, "rsr/core", "-T", "tasks=hello-world", "--solver", "rsr/terminus2",
+                         "-S", "max_episode=3")
+    out = _one_error(proc)
+    assert proc.returncode != 0, out
+    assert "rsr/terminus2: unknown option -S max_episode (did you mean -S max_episodes?)" in out, out
+
+
+def test_inspect_eval_refuses_a_typod_scripted_model_option(tmp_path: Path) -> None:
+    proc = _inspect_eval(tmp_path, "rsr/core", "-T", "tasks=hello-world", "--solver", "rsr/terminus2",
+                         "--model", "rsr-scripted/agent", "-M", "fixtur=examples/scripted/hello-world.yaml")
+    out = _one_error(proc)
+    assert proc.returncode != 0, out
+    assert "rsr-scripted/agent: unknown option -M fixtur (did you mean -M fixture?); its options: fixture" in out
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_every_suite_task_refuses_an_unknown_option(suite: str) -> None:
+    with pytest.raises(UnknownOptionError, match=rf"^rsr/{suite}: unknown option -T exlude \(did you mean "
+                                                 r"-T exclude\?\), -T colour; its options: "):
+        getattr(inspect_tasks, suite)(exlude="x", colour="red")
+
+
+def test_harbor_without_a_path_says_which_option_to_pass() -> None:
+    with pytest.raises(RsrError, match=r"^rsr/harbor: name the dataset or task directory with -T path=DIR$"):
+        inspect_tasks.harbor()
+
+
+@pytest.mark.parametrize(("harness", "typo", "meant"), [
+    ("oracle", "partal", "partial"), ("null", "partial", None), ("terminus2", "wait", "wait_mode"),
+    ("statem", "reply_fromat", "reply_format"), ("rsrt", "max_reflection", "max_reflections")])
+def test_every_harness_refuses_an_unknown_option(harness: str, typo: str, meant: str | None) -> None:
+    from rsr import _registry
+
+    hint = rf" \(did you mean -S {meant}\?\)" if meant else ""
+    with pytest.raises(UnknownOptionError, match=rf"^rsr/{harness}: unknown option -S {typo}{hint}; its options: "):
+        getattr(_registry, harness)(**{typo: 1})
+
+
+def test_declared_harness_options_still_reach_the_harness() -> None:
+    from rsr.harness.oracle import oracle
+    from rsr.harness.terminus2 import terminus2
+
+    assert callable(terminus2(max_episodes=3, wait_mode="adaptive")) and callable(oracle(partial=True))
