@@ -16,3 +16,9 @@ from rsr.suites.inspect_tasks import core, harbor, lhtb, swr100, tb2, tb2_1, tb3
 from rsr.verify.scorer import verifier
 
 hf_exit.install()
+
+# What `rsr list` shows and what `rsr eval --agent` suggests from: the user-facing names.
+TASKS = {"rsr/core": core, "rsr/harbor": harbor, "rsr/tb2": tb2, "rsr/tb2_1": tb2_1, "rsr/tb3": tb3,
+         "rsr/tb4": tb4, "rsr/tbh": tbh, "rsr/swr100": swr100, "rsr/lhtb": lhtb}
+HARNESSES = {"rsr/terminus2": terminus2, "rsr/statem": statem, "rsr/rsrt": rsrt, "rsr/oracle": oracle,
+             "rsr/null": null}

@@ -83,3 +83,18 @@ def test_declared_harness_options_still_reach_the_harness() -> None:
     from rsr.harness.terminus2 import terminus2
 
     assert callable(terminus2(max_episodes=3, wait_mode="adaptive")) and callable(oracle(partial=True))
+
+
+def test_rsr_list_prints_every_rsr_name_with_the_options_it_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    from rsr.cli.main import main
+    from rsr.options import declared_options
+    from rsr.suites.inspect_tasks import harbor
+
+    assert main(["list"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("  ")}
+    assert set(lines) == {*(f"rsr/{s}" for s in SUITES), "rsr/terminus2", "rsr/statem", "rsr/rsrt",
+                          "rsr/oracle", "rsr/null", "rsr-scripted/<role>"}
+    assert lines["rsr/harbor"].split(None, 1)[1] == ", ".join(declared_options(harbor))
+    assert "max_episodes" in lines["rsr/terminus2"] and "budget_minutes" in lines["rsr/rsrt"]
+    assert lines["rsr/oracle"].split()[1:] == ["partial"]
+    assert lines["rsr-scripted/<role>"].split()[1:] == ["fixture"]
