@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from rsr import _registry
 from rsr.errors import RsrError, UnknownOptionError
 from rsr.suites import inspect_tasks
 
 REPO = Path(__file__).resolve().parents[2]
 INSPECT = Path(sys.executable).with_name("inspect")
-SUITES = ["core", "harbor", "tb2", "tb2_1", "tb3", "tb4", "tbh", "swr100", "lhtb"]
+SUITES = [name.removeprefix("rsr/") for name in _registry.TASKS]
+HARNESS_TYPOS = [("oracle", "partal", "partial"), ("null", "partial", None), ("terminus2", "wait", "wait_mode"),
+                 ("statem", "reply_fromat", "reply_format"), ("rsrt", "max_reflection", "max_reflections")]
 
 
 def _inspect_eval(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -62,17 +65,23 @@ def test_every_suite_task_refuses_an_unknown_option(suite: str) -> None:
         getattr(inspect_tasks, suite)(exlude="x", colour="red")
 
 
+def test_every_registered_task_and_agent_is_one_that_refuses_unknown_options() -> None:
+    from inspect_ai._util.registry import is_registry_object, registry_info
+
+    registered = {name: registry_info(obj).type for name, obj in vars(_registry).items()
+                  if callable(obj) and is_registry_object(obj)}
+    assert {n for n, kind in registered.items() if kind == "task"} == set(SUITES)
+    assert {n for n, kind in registered.items() if kind == "agent"} == {
+        n.removeprefix("rsr/") for n in _registry.HARNESSES} == {h for h, _, _ in HARNESS_TYPOS}
+
+
 def test_harbor_without_a_path_says_which_option_to_pass() -> None:
     with pytest.raises(RsrError, match=r"^rsr/harbor: name the dataset or task directory with -T path=DIR$"):
         inspect_tasks.harbor()
 
 
-@pytest.mark.parametrize(("harness", "typo", "meant"), [
-    ("oracle", "partal", "partial"), ("null", "partial", None), ("terminus2", "wait", "wait_mode"),
-    ("statem", "reply_fromat", "reply_format"), ("rsrt", "max_reflection", "max_reflections")])
+@pytest.mark.parametrize(("harness", "typo", "meant"), HARNESS_TYPOS)
 def test_every_harness_refuses_an_unknown_option(harness: str, typo: str, meant: str | None) -> None:
-    from rsr import _registry
-
     hint = rf" \(did you mean -S {meant}\?\)" if meant else ""
     with pytest.raises(UnknownOptionError, match=rf"^rsr/{harness}: unknown option -S {typo}{hint}; its options: "):
         getattr(_registry, harness)(**{typo: 1})
