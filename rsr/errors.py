@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -83,3 +85,25 @@ class DatasetLoadError(RsrError):
         self.errors = errors
         lines = "\n".join(f"  - {e}" for e in errors)
         super().__init__(f"{len(errors)} invalid task(s):\n{lines}")
+
+
+def closest(name: str, choices: Iterable[str]) -> str | None:
+    """The choice a typo most likely meant, if any is close."""
+    found = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+class UnknownOptionError(RsrError):
+    """An option (`-T`, `-S`, `-M`) that its task, harness or model does not take.
+
+    Raised by rsr.options.refuse_unknown_options, which says why.
+    """
+
+    def __init__(self, owner: str, flag: str, unknown: list[str], valid: Iterable[str]) -> None:
+        valid = sorted(valid)
+        hints = [f"{flag} {name}" + (f" (did you mean {flag} {hint}?)" if (hint := closest(name, valid))
+                                     else "") for name in unknown]
+        super().__init__(f"{owner}: unknown option {', '.join(hints)}; "
+                         f"its options: {', '.join(valid) or 'none'}")
+        self.unknown = unknown
+

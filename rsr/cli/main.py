@@ -21,6 +21,10 @@ def _register() -> None:
     app.add_typer(tasks.app, name="tasks")
     app.command("doctor")(doctor.doctor)
 
+    from rsr.cli import listing  # light: the registry is imported when the command runs
+
+    app.command("list")(listing.list_names)
+
     from rsr.cli import eval as eval_cli
     from rsr.cli import leaderboard, report
 

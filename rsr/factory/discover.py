@@ -20,7 +20,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import Generate, Solver, TaskState, chain, solver
 from inspect_ai.util import sandbox, store
 
-from rsr.errors import DatasetLoadError, RsrError
+from rsr.errors import DatasetLoadError, RsrError, UnknownOptionError
 from rsr.factory.config import FactoryConfig, HarnessName
 from rsr.factory.ledger import (
     FactoryPaths,
@@ -76,7 +76,7 @@ def harness_agent(name: HarnessName, args: dict[str, Any]) -> Agent:
                                                   "rsrt": rsrt}
     try:
         return factories[name](**args)
-    except TypeError as e:
+    except (TypeError, UnknownOptionError) as e:  # the harness names the key and the closest one
         raise RsrError(f"discovery.harnesses[{name}].args: {e}") from e
 
 

@@ -41,7 +41,7 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolChoice, ToolInfo
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rsr.errors import RsrError
+from rsr.errors import RsrError, UnknownOptionError
 
 PROVIDER = "rsr-scripted"
 
@@ -125,6 +125,8 @@ class ScriptedModel(ModelAPI):
                  config: GenerateConfig = GenerateConfig(), fixture: str | None = None,
                  **model_args: Any) -> None:
         super().__init__(model_name, base_url, api_key, [], config)
+        if model_args:  # Inspect hands a provider every -M; a typo'd `fixture` lands here
+            raise UnknownOptionError(f"{PROVIDER}/{model_name}", "-M", list(model_args), ["fixture"])
         if not fixture:
             raise RsrError(f"{PROVIDER}/{model_name}: pass the rules file as model arg "
                            "`fixture` (models.model_args.fixture in factory.yaml)")

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from inspect_ai.agent import Agent, AgentState, agent
 
 from rsr.harness.steps import stepwise
+from rsr.options import refuse_unknown_options
 
 
 @agent
-def null() -> Agent:
+def null(**options: Any) -> Agent:
     """Leave the sandbox untouched."""
+    refuse_unknown_options("rsr/null", "-S", options, null)
 
     async def execute(state: AgentState) -> AgentState:
         return state

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 from inspect_ai.agent import Agent, AgentState, agent
 from inspect_ai.log import transcript
@@ -15,6 +16,7 @@ from inspect_ai.solver._task_state import sample_state
 from inspect_ai.util import sandbox
 
 from rsr.harness.steps import current_task, stepwise
+from rsr.options import refuse_unknown_options
 from rsr.tasks.load import SOLUTION_MOUNT
 from rsr.tasks.models import expand_env
 from rsr.verify.verifier import cap_output
@@ -31,13 +33,14 @@ def first_half(script: str) -> str:
 
 
 @agent
-def oracle(partial: bool = False) -> Agent:
+def oracle(partial: bool = False, **options: Any) -> Agent:
     """Run solution/solve.sh with the task's agent timeout and solution env.
 
     Args:
         partial: Run only the first half of solve.sh's commands (a *partial* oracle, used by
             `rsr tasks check` to show that the tests check the end state).
     """
+    refuse_unknown_options("rsr/oracle", "-S", options, oracle)
 
     async def execute(state: AgentState) -> AgentState:
         ts = sample_state()

@@ -30,6 +30,7 @@ from rsr.harness.terminus2 import (
     WaitMode,
     parse_fixes,
 )
+from rsr.options import refuse_unknown_options
 
 
 class VerifierCopyError(RsrError):
@@ -133,6 +134,7 @@ def rsrt(
     prompts: str = "rsr",
     fixes: str | list[str] | None = None,
     record_tokens: str | None = None,
+    **options: Any,
 ) -> Agent:
     """Terminus 2 with hidden verification in a sandbox copy and reflection on failure.
 
@@ -152,6 +154,7 @@ def rsrt(
         fixes: Reference quirks to correct (see rsr/terminus2); none = parity mode.
         record_tokens: "engine" or a tokenizer: per-call token ids (see rsr.harness.tokens).
     """
+    refuse_unknown_options("rsr/rsrt", "-S", options, rsrt)
     config = Terminus2Config(
         max_episodes=max_episodes, temperature=temperature, reply_format=reply_format,
         context_window=context_window, summarise_free_tokens=summarise_free_tokens,

@@ -14,7 +14,7 @@ The checks:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from inspect_ai.agent import Agent, AgentState, agent
 
@@ -29,6 +29,7 @@ from rsr.harness.terminus2 import (
     WaitMode,
     parse_fixes,
 )
+from rsr.options import refuse_unknown_options
 
 State = Literal["understand", "plan", "act", "verify", "done"]
 STATES: tuple[State, ...] = ("understand", "plan", "act", "verify", "done")
@@ -154,6 +155,7 @@ def statem(
     prompts: str = "rsr",
     fixes: str | list[str] | None = None,
     record_tokens: str | None = None,
+    **options: Any,
 ) -> Agent:
     """Terminal harness with a persistent, checked workflow state machine.
 
@@ -170,6 +172,7 @@ def statem(
         fixes: Reference quirks to correct (see rsr/terminus2); none = parity mode.
         record_tokens: "engine" or a tokenizer: per-call token ids (see rsr.harness.tokens).
     """
+    refuse_unknown_options("rsr/statem", "-S", options, statem)
     config = Terminus2Config(
         max_episodes=max_episodes, temperature=temperature, reply_format=reply_format,
         context_window=context_window, summarise_free_tokens=summarise_free_tokens,

@@ -54,6 +54,7 @@ from rsr.harness.task_extras import find_skills, mcp_section, skills_section
 from rsr.harness.tmux import TmuxSession
 from rsr.harness.tmux_install import ensure_tmux
 from rsr.harness.tokens import record_call
+from rsr.options import refuse_unknown_options
 
 if TYPE_CHECKING:  # pragma: no cover
     from rsr.tasks.load import LoadedTask
@@ -774,6 +775,7 @@ def terminus2(
     keep_reasoning: bool = False,
     private_guidance: str | None = None,
     record_tokens: str | None = None,
+    **options: Any,
 ) -> Agent:
     """Terminus 2 over tmux: Harbor 0.26's loop, wording from a selectable prompt pack.
 
@@ -800,6 +802,7 @@ def terminus2(
         record_tokens: "engine" or a tokenizer: record every call's token ids and logprobs
             in the sample store (see rsr.harness.tokens), for RL training.
     """
+    refuse_unknown_options("rsr/terminus2", "-S", options, terminus2)
     config = Terminus2Config(
         max_episodes=max_episodes, temperature=temperature, reply_format=reply_format,
         context_window=context_window, summarise_free_tokens=summarise_free_tokens,

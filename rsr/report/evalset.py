@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rsr.bundled import bundled
-from rsr.errors import RsrError, TaskFormatError
+from rsr.errors import RsrError, TaskFormatError, UnknownOptionError, closest
 from rsr.yaml_model import load_yaml_model
 
 __all__ = ["EvalLimits", "EvalSetConfig", "SuiteRun", "find_spec", "load_eval_set", "run_eval_set"]
@@ -140,6 +140,24 @@ def _takes(task_name: str, param: str) -> bool:
     return found is not None and param in pyinspect.signature(found).parameters
 
 
+def check_agent(name: str, where: str) -> None:
+    """Refuse an agent name that no registered agent or solver has, before anything runs.
+
+    Inspect would say so only when the eval starts, at the end of a traceback."""
+    from inspect_ai._util.registry import registry_lookup
+
+    from rsr._registry import HARNESSES
+
+    if name in HARNESSES or "@" in name or name.endswith(".py"):  # a file is Inspect's to load
+        return
+    if registry_lookup("solver", name) is not None or registry_lookup("agent", name) is not None:
+        return
+    hint = closest(name, HARNESSES)
+    raise RsrError(f"{where} {name}: no registered agent or solver has that name"
+                   + (f" (did you mean {hint}?)" if hint else "")
+                   + f"; rsr's harnesses: {', '.join(HARNESSES)} (`rsr list` shows their options)")
+
+
 def run_eval_set(
     spec: EvalSetConfig,
     *,
@@ -172,6 +190,7 @@ def run_eval_set(
 
     import rsr._registry  # noqa: F401  (registers rsr/* tasks and agents in this process)
 
+    check_agent(agent or spec.agent, "--agent" if agent else f"eval set {spec.name!r}: agent")
     tasks = []
     for suite in spec.suites:
         # Leaderboard and Table 5 runs keep evidence bundles unless a spec or -T says otherwise.
@@ -180,6 +199,8 @@ def run_eval_set(
             args["evidence"] = True
         try:
             tasks.append(registry_create("task", suite.task, **args))
+        except UnknownOptionError:  # a typo'd -T is the user's to fix, not a missing suite
+            raise
         except RsrError as e:
             if not skip_unavailable:
                 raise

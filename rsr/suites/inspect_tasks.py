@@ -10,6 +10,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import Solver
 
 from rsr.errors import DatasetLoadError, RsrError, TaskFormatError
+from rsr.options import refuse_unknown_options
 from rsr.sandbox.compose import sandbox_network
 from rsr.sandbox.healthcheck import healthcheck_script
 from rsr.sandbox.images import ImageMap, find_image_map
@@ -164,9 +165,11 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
 
 
 def _suite(name: str):  # noqa: ANN202 - builds a registered @task per suite
+    # `**options`: Inspect would drop an undeclared `-T` with a warning (rsr.options says why).
     def factory(path: str | None = None, tasks: str | None = None, exclude: str | None = None,
                 network: str = "task", unpinned: bool = False, sandbox: str = "docker", images: str | None = None,
-                integrity: str = "auto", evidence: bool = False) -> Task:
+                integrity: str = "auto", evidence: bool = False, **options: Any) -> Task:
+        refuse_unknown_options(f"rsr/{name}", "-T", options, factory)
         return suite_task(name, path, tasks, exclude, network=network, unpinned=unpinned, sandbox=sandbox,
                           images=images, integrity=integrity, evidence=evidence)
 
@@ -175,7 +178,7 @@ def _suite(name: str):  # noqa: ANN202 - builds a registered @task per suite
                        "`-T network=none` to give no sample a network, `-T unpinned=true` to run a copy that "
                        "differs from the pin, `-T sandbox=docker|compose|k8s`, `-T images=MAP` for k8s, "
                        "`-T integrity=auto|strict|warn`, `-T evidence=true` to keep each sample's evidence "
-                       "bundle beside the log for `rsr regrade`).")
+                       "bundle beside the log for `rsr regrade`; any other `-T` is refused).")
     return task(name=name)(factory)
 
 
@@ -190,9 +193,12 @@ lhtb = _suite("lhtb")
 
 
 @task
-def harbor(path: str, tasks: str | None = None, exclude: str | None = None, network: str = "task",
-           sandbox: str = "docker", images: str | None = None, integrity: str = "auto",
-           evidence: bool = False) -> Task:
+def harbor(path: str | None = None, tasks: str | None = None, exclude: str | None = None,
+           network: str = "task", sandbox: str = "docker", images: str | None = None,
+           integrity: str = "auto", evidence: bool = False, **options: Any) -> Task:
     """Any Harbor (or Terminal-Bench 1) dataset directory or single task directory."""
+    refuse_unknown_options("rsr/harbor", "-T", options, harbor)
+    if path is None:
+        raise RsrError("rsr/harbor: name the dataset or task directory with -T path=DIR")
     return tasks_task("harbor", Path(path), tasks, exclude, network=network, sandbox=sandbox, images=images,
                       integrity=integrity, evidence=_flag(evidence))

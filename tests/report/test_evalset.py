@@ -141,3 +141,27 @@ def test_rsr_eval_run_does_apply_agent_args_and_inspect_run_options(tmp_path: Pa
     assert log.eval.model_generate_config.temperature == 0.3
     assert log.eval.model_generate_config.max_tokens == 77
     assert log.eval.config.max_samples == 1
+
+
+def test_rsr_eval_run_refuses_an_unregistered_agent_naming_the_closest_harness(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rsr.cli.main import main
+
+    rc = main(["eval", "run", "core", "--model", "mockllm/model", "--agent", "rsr/terminus3",
+               "--log-dir", str(tmp_path / "logs")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert rc == 2, err
+    assert ("--agent rsr/terminus3: no registered agent or solver has that name (did you mean "
+            "rsr/terminus2?); rsr's harnesses: rsr/terminus2, rsr/statem, rsr/rsrt, rsr/oracle, rsr/null") in err
+    assert not list((tmp_path / "logs").glob("*.eval"))
+
+
+def test_rsr_eval_table5_refuses_a_typod_task_option_instead_of_skipping_every_suite(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rsr.cli.main import main
+
+    rc = main(["eval", "table5", "--model", "mockllm/model", "-T", "taks=hello-world",
+               "--log-dir", str(tmp_path / "logs")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert rc == 2, err
+    assert "rsr/tb2: unknown option -T taks (did you mean -T tasks?)" in err, err
