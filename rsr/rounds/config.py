@@ -45,12 +45,21 @@ class TrainSettings(_Strict):
         "carry", description="a round that exports no new rows: carry the model forward "
                              "unchanged (carry), or train on the rows earlier rounds exported "
                              "(train; needs data: cumulative)")
+    baselines: list[Literal["direct-sft", "direct-sft-stripped", "terminus2-direct"]] = Field(
+        default_factory=list, description="sft: also train on these baseline exports of each "
+                                          "round (e.g. terminus2-direct, as the 27B recipes do)")
+    launch: str | None = Field(
+        None, description="run training as this command instead of in this process, with "
+                          "{config} replaced by the round's recipe, e.g. `accelerate launch "
+                          "--num_processes 8 -m rsr.training {config}` (multi-GPU)")
 
     @model_validator(mode="after")
     def _coherent(self) -> TrainSettings:
         if self.on_empty == "train" and self.data == "round":
             raise ValueError("on_empty: train needs data: cumulative (a round's own export is "
                              "empty then)")
+        if self.launch is not None and "{config}" not in self.launch:
+            raise ValueError("launch: the command must contain {config} (the round's recipe)")
         return self
 
 
@@ -103,8 +112,6 @@ class RoundsConfig(_Strict):
     def _roles(self) -> RoundsConfig:
         if not self.policy_roles:
             raise ValueError("policy_roles: name at least one role (discovery, executor, ...)")
-        if self.train.init == "previous" and self.train.method == "rl" and not self.first_model:
-            raise ValueError("train.method rl starts from a checkpoint: set first_model")
         return self
 
     def digest(self) -> str:
@@ -117,8 +124,11 @@ def _resolve(base: Path, value: Path) -> Path:
     return value if value.is_absolute() else (base / value).resolve()
 
 
-def load_rounds_config(path: str | Path, output_dir: str | Path | None = None) -> RoundsConfig:
-    """Read and validate a rounds config and the factory config it names."""
+def load_rounds_config(path: str | Path, output_dir: str | Path | None = None, *,
+                       check_tasks: bool = True) -> RoundsConfig:
+    """Read and validate a rounds config and the factory config it names; with check_tasks
+    (always, except to validate a config for another machine) also resolve the evaluated tasks
+    and refuse any that is in the factory's pool."""
     path = Path(path)
     cfg = load_yaml_model(path, RoundsConfig, what="rounds config", error=RoundsConfigError)
     base = path.resolve().parent
@@ -131,7 +141,8 @@ def load_rounds_config(path: str | Path, output_dir: str | Path | None = None) -
         cfg.first_model = str(_resolve(base, Path(cfg.first_model)))  # else a hub id
     cfg.source_path = path.resolve()
     template = factory_template(cfg)
-    check_disjoint(cfg, template, eval_task_dirs(cfg))
+    if check_tasks:
+        check_disjoint(cfg, template, eval_task_dirs(cfg))
     return cfg
 
 

@@ -122,7 +122,7 @@ def run_round(cfg: RoundsConfig, n: int, model_in: str | None, name_in: str | No
     if trained is None:
         exports = [paths.round(k) / "factory" / "dataset.jsonl" for k in range(1, n + 1)]
         with _line(console, n, f"train ({cfg.train.method})") as line:
-            result = train_round(cfg, n, model_in, summary["rows"], exports, evaluated,
+            result = train_round(cfg, n, model_in, exports, evaluated,
                                  rdir / "train", console)
             trained = asdict(result)
             trained["served_as"] = _served_name(cfg, n) if result.trained else name_in
