@@ -60,6 +60,9 @@ def test_rounds_ledger_has_one_row_per_round_with_the_funnel_cost_loss_and_pass_
     # Round 2: the tiny policy solves nothing, so no new rows; it trains again on round 1's.
     assert two.rollouts == {"discover": 9} and two.sources == 0 and two.rows == 0
     assert two.trained and two.training_rows == 2 and "SFT on 2 row(s)" in two.train_note
+    # It started from round 1's checkpoint: the same probe rows score what round 1 ended at.
+    assert two.train["train_loss_start"] == pytest.approx(one.train["train_loss_end"], rel=1e-4)
+    assert two.train["train_loss_end"] < two.train["train_loss_start"]
     for row in ledger:
         assert row.eval.n == len(EVAL_TASKS) and row.eval.reused_from is None
         assert row.eval.pass_rate == row.eval.passed / row.eval.n
