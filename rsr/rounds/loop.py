@@ -165,10 +165,25 @@ def run_round(cfg: RoundsConfig, n: int, model_in: str | None, name_in: str | No
         factory_dir=str(fdir))
 
 
+def _note_config_change(cfg: RoundsConfig, paths: Paths, console: Console) -> None:
+    """Finished rounds are kept whatever the config says now; say so when it changed."""
+    marker = paths.root / "config_digest"
+    before = marker.read_text().strip() if marker.is_file() else None
+    if before == cfg.digest():
+        return
+    if before is not None:
+        console.print(f"[yellow]note:[/yellow] the rounds config changed since the last run of "
+                      f"{paths.root}; rounds in the ledger are kept as they were run, stages "
+                      "done inside a round are reused")
+    paths.root.mkdir(parents=True, exist_ok=True)
+    marker.write_text(cfg.digest() + "\n")
+
+
 def run(cfg: RoundsConfig, console: Console | None = None) -> list[RoundRow]:
     console = console or Console()
     paths = Paths(cfg.output_dir)
     rows = read_ledger(paths.ledger)
+    _note_config_change(cfg, paths, console)
     model: str | None = cfg.first_model
     name: str | None = _served_name(cfg, 0) if model else None
     for n in range(1, cfg.rounds + 1):

@@ -139,11 +139,13 @@ def rl(cfg: RoundsConfig, n: int, model_in: str | None, evaluated: dict[str, Pat
     data.update(model=start, output_dir=str(out), name=f"{base.name}-r{n}")
     if not cfg.eval.tasks and cfg.eval.suite not in data["eval_suites"]:
         data["eval_suites"].append(cfg.eval.suite)
-    trained_on = set(base.suite.tasks or [])
-    clash = sorted(trained_on & set(evaluated)) if trained_on else []
-    if clash or (not base.suite.tasks and base.suite.name == cfg.eval.suite):
+    clash = sorted(set(base.suite.tasks or []) & set(evaluated))
+    if clash or (base.suite.name == cfg.eval.suite and not cfg.eval.tasks):
         raise RsrError(f"{cfg.train.recipe}: suite: trains on evaluated task(s) "
                        f"{', '.join(clash) or base.suite.name}; name other tasks (suite.tasks)")
+    if base.suite.name == cfg.eval.suite and not base.suite.tasks:
+        # The evaluated tasks of the suite never become rollouts to learn from.
+        data["suite"]["exclude"] = sorted({*(base.suite.exclude or []), *evaluated})
     path = _write(data, out.parent / "train.yaml")
     done = _finished(out, path, "config_sha256")
     if done is None and cfg.train.launch:

@@ -136,3 +136,41 @@ def test_27b_rounds_example_is_a_valid_config_for_a_gpu_machine() -> None:
     template = load_factory_config(cfg.factory)
     assert cfg.eval.suite in template.export.eval_suites  # tb2 is guarded at export
     assert "core" in template.pool.suites
+
+
+def test_vllm_serving_checks_the_server_lists_the_round_model_and_says_how_to_serve_it() -> None:
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from rsr.rounds.config import ServeSettings
+    from rsr.rounds.serve import serve
+
+    class Models(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            body = json.dumps({"object": "list", "data": [{"id": "rounds-r1"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        settings = ServeSettings(kind="vllm", base_url=url)
+        with serve("/ckpt/r1", "rounds-r1", settings) as served:
+            assert served.model == "rsr-vllm/rounds-r1" and served.base_url == url
+        with pytest.raises(RsrError, match=r"it serves rounds-r1; serve /ckpt/r2 as 'rounds-r2'"
+                                           r"[\s\S]*rsr serve /ckpt/r2 --name rounds-r2 --exec"):
+            with serve("/ckpt/r2", "rounds-r2", settings):
+                pass
+    finally:
+        server.shutdown()
+        server.server_close()
+    with pytest.raises(RsrError, match="nothing answers there"):
+        with serve("/ckpt/r2", "rounds-r2", ServeSettings(kind="vllm", base_url=url)):
+            pass
