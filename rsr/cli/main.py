@@ -48,6 +48,10 @@ def _register() -> None:
 
     app.command("rl")(rl.rl)
 
+    from rsr.cli import rounds  # light: rsr.rounds.loop is imported when the command runs
+
+    app.add_typer(rounds.app, name="rounds")
+
     from rsr.cli import trajectories
 
     app.add_typer(trajectories.app, name="trajectories")

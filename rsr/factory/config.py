@@ -63,9 +63,16 @@ class ModelsConfig(_Strict):
     roles: dict[Role, str] = Field(
         default_factory=dict, description="Per-role model overrides (planner, critic, executor, "
                                           "auditor); absent roles use the base model.")
+    served: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Model args per model name, used instead of "
+                                          "model_args for that model (e.g. the base_url of a "
+                                          "checkpoint served for some roles only).")
 
     def for_role(self, role: Role) -> str:
         return self.roles.get(role, self.model)
+
+    def args_for(self, name: str) -> dict[str, Any]:
+        return self.served.get(name, self.model_args)
 
 
 class PlanConfig(_Strict):
@@ -169,8 +176,10 @@ class FactoryConfig(_Strict):
     source_path: Path | None = Field(None, exclude=True)
 
     def digest(self) -> str:
-        # Where sandboxes run does not change what a run means: a run may resume on a cluster.
+        # Where sandboxes run or a model is served does not change what a run means: a run may
+        # resume on a cluster, or against the same checkpoint served at another port.
         data = self.model_dump(mode="json", exclude={"source_path", "display", "sandbox"})
+        data["models"].pop("served", None)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 

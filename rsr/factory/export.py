@@ -164,6 +164,9 @@ class ExportResult:
     rows: int = 0
     trajectories: int = 0
     refused: dict[str, list[str]] = field(default_factory=dict)
+    refused_rows: dict[str, int] = field(default_factory=dict)
+    """Rows the guard kept out, per kind (rsr, and each baseline); none with
+    allow_contamination."""
     baselines: dict[str, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     unchecked_suites: dict[str, str] = field(default_factory=dict)
@@ -272,8 +275,10 @@ def run(cfg: FactoryConfig, paths: FactoryPaths) -> ExportResult:
     allow = cfg.export.allow_contamination
     result = ExportResult(unchecked_suites=dict(index.unavailable),
                           checked_eval=dict(index.checked))
-    rows, refused = guard(_rsr_rows(paths, model), index, allow)
+    candidates = _rsr_rows(paths, model)
+    rows, refused = guard(candidates, index, allow)
     result.refused.update(refused)
+    result.refused_rows["rsr"] = len(candidates) - len(rows)
     write_dataset(rows, paths.dataset_dir, paths.dataset_jsonl)
     result.rows = len(rows)
     result.trajectories = len({r["execution_id"] for r in rows})
@@ -281,8 +286,10 @@ def run(cfg: FactoryConfig, paths: FactoryPaths) -> ExportResult:
     result.files += [str(paths.dataset_dir), str(paths.dataset_jsonl)]
     if cfg.export.baselines:
         for name in BASELINES:
-            base_rows, refused = guard(_source_rows(paths, cfg.models.model, name), index, allow)
+            candidates = _source_rows(paths, cfg.models.model, name)
+            base_rows, refused = guard(candidates, index, allow)
             result.refused.update(refused)
+            result.refused_rows[name] = len(candidates) - len(base_rows)
             target = paths.root / "baselines" / name
             write_dataset(base_rows, target, target.with_suffix(".jsonl"))
             result.baselines[name] = len(base_rows)

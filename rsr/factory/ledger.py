@@ -105,11 +105,12 @@ def unfinished_samples(log_dir: Path) -> dict[str, str]:
 
 
 def role_models(cfg: FactoryConfig) -> dict[Role, Model]:
-    return {role: get_model(cfg.models.for_role(role), **cfg.models.model_args) for role in ROLES}
+    names = {role: cfg.models.for_role(role) for role in ROLES}
+    return {role: get_model(name, **cfg.models.args_for(name)) for role, name in names.items()}
 
 
 def base_model(cfg: FactoryConfig) -> Model:
-    return get_model(cfg.models.model, **cfg.models.model_args)
+    return get_model(cfg.models.model, **cfg.models.args_for(cfg.models.model))
 
 
 # The models each stage creates (the stages that run evals with roles create every role's).
@@ -131,7 +132,7 @@ def check_models(cfg: FactoryConfig, stages: Sequence[str]) -> None:
         name = cfg.models.model if who == "base" else cfg.models.for_role(who)  # type: ignore[arg-type]
         field = "models.model" if who == "base" or who not in cfg.models.roles else f"models.roles.{who}"
         try:
-            get_model(name, **cfg.models.model_args)
+            get_model(name, **cfg.models.args_for(name))
         except Exception as e:  # unknown provider, missing API key or fixture, ...
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise RsrError(f"{where}{field}: model {name!r} cannot be used: {first}") from e
@@ -151,7 +152,7 @@ def run_eval(cfg: FactoryConfig, tasks: Sequence[Task], log_dir: Path, model: Mo
         return []
     log_dir.mkdir(parents=True, exist_ok=True)
     if isinstance(model, str):
-        model = get_model(model, **cfg.models.model_args)
+        model = get_model(model, **cfg.models.args_for(model))
     conc = cfg.concurrency
     logs = inspect_eval(
         list(tasks), model=model, model_roles=role_models(cfg) if roles else None,

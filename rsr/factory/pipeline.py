@@ -72,6 +72,7 @@ def run_stage(cfg: FactoryConfig, paths: FactoryPaths, state: State, stage: str,
         result = export.run(cfg, paths)
         state.notes["export"] = {"rows": result.rows, "trajectories": result.trajectories,
                                  "summarised": result.summarised, "refused": result.refused,
+                                 "refused_rows": result.refused_rows,
                                  "baselines": result.baselines,
                                  "unchecked_suites": result.unchecked_suites,
                                  "checked_eval": result.checked_eval}

@@ -167,6 +167,7 @@ def run_eval_set(
     agent: str | None = None,
     task_args: dict[str, Any] | None = None,
     model_args: dict[str, Any] | None = None,
+    model_base_url: str | None = None,
     display: str | None = None,
     skip_unavailable: bool = False,
     on_skip: Callable[[str, str], None] | None = None,
@@ -219,6 +220,7 @@ def run_eval_set(
         log_dir=str(log_dir),
         model=model,
         model_args=model_args or {},
+        model_base_url=model_base_url,
         # Inspect builds the solver from `args_passed`; `args` is only what the log records.
         solver=SolverSpec(agent or spec.agent, agent_args, args_passed=agent_args),
         epochs=Epochs(spec.epochs, spec.reducers),

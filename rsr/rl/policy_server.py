@@ -69,8 +69,10 @@ class PolicyServer:
             prompt = list(prompt["input_ids"])
         temperature = float(body.get("temperature") if body.get("temperature") is not None
                             else 1.0)
-        limit = int(body.get("max_tokens") or body.get("max_completion_tokens")
-                    or self.max_new_tokens)
+        # A request may ask for fewer tokens, never more: a harness that asks for thousands
+        # would keep a CPU busy for minutes on one reply.
+        limit = min(int(body.get("max_tokens") or body.get("max_completion_tokens")
+                        or self.max_new_tokens), self.max_new_tokens)
         eos = self.tokenizer.eos_token_id
         with self._lock, torch.no_grad():
             ids: list[int] = []

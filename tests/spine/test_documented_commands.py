@@ -132,6 +132,11 @@ COMMANDS: dict[str, Doc] = {
         "static", "the shuffled-reward control of the run above"),
     "accelerate launch --config_file training/accelerate/fsdp2.yaml --num_processes 4 -m rsr.rl "
     "training/rl/grpo-qwen-27b.yaml": Doc("static", GPU),
+    # README: self-improvement rounds
+    "rsr rounds examples/rounds-smoke.yaml": Doc("covered", "tests/rounds/test_rounds_smoke.py::out"),
+    "rsr rounds status examples/rounds-smoke.yaml": Doc(
+        "covered", "tests/rounds/test_rounds_smoke.py::test_rounds_status_reports_the_finished_rounds"),
+    "rsr rounds examples/rounds-qwen-27b.yaml": Doc("static", GPU),
     # README: evidence bundles and regrade
     "inspect eval rsr/core --solver rsr/oracle -T tasks=hello-* -T evidence=true --log-dir logs/ev": Doc(
         "run", extra=LIMIT),
