@@ -33,11 +33,13 @@ def read_yaml_mapping(path: str | Path, what: str = "file",
 
 def validate_model(path: str | Path, model: type[M], data: dict[str, Any],
                    error: type[FileFormatError] = FileFormatError) -> M:
-    """Validate; the error names the first bad field and counts the others."""
+    """Validate; the error names the first bad field and counts the others. An unknown key is
+    named first: a misspelt key is the likeliest cause of the "Field required" beside it."""
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        first = e.errors()[0]
+        errors = e.errors()
+        first = next((err for err in errors if err["type"] == "extra_forbidden"), errors[0])
         field = ".".join(str(p) for p in first["loc"]) or None
         more = f" (and {e.error_count() - 1} more problem(s))" if e.error_count() > 1 else ""
         raise error(path, field, f"{first['msg']}{more}") from e
