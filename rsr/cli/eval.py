@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -27,23 +27,20 @@ def _task_args(values: list[str]) -> dict[str, object]:
     return out
 
 
-class RunOptions:
-    """Inspect's run and generate options as `rsr eval` takes them (`inspect eval`'s names)."""
-
-    def __init__(self, solver_arg: list[str] | None, limit: int | None, max_samples: int | None,
-                 temperature: float | None, max_tokens: int | None, top_p: float | None,
-                 seed: int | None, max_connections: int | None) -> None:
-        self.solver_args = _task_args(solver_arg or [])
-        self.limit = limit
-        self.max_samples = max_samples
-        generate = {"temperature": temperature, "max_tokens": max_tokens, "top_p": top_p,
-                    "seed": seed, "max_connections": max_connections}
-        self.generate = {k: v for k, v in generate.items() if v is not None}
+def run_options(solver_arg: list[str] | None, limit: int | None, max_samples: int | None,
+                temperature: float | None, max_tokens: int | None, top_p: float | None,
+                seed: int | None, max_connections: int | None) -> dict[str, Any]:
+    """Inspect's run and generate options as `rsr eval` takes them (`inspect eval`'s names), as
+    `run_eval_set`'s keyword arguments."""
+    generate = {"temperature": temperature, "max_tokens": max_tokens, "top_p": top_p,
+                "seed": seed, "max_connections": max_connections}
+    return {"solver_args": _task_args(solver_arg or []), "limit": limit, "max_samples": max_samples,
+            "generate": {k: v for k, v in generate.items() if v is not None}}
 
 
 def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: str | None,
-         agent: str | None, task_arg: list[str], model_arg: list[str],
-         strict: bool = True, options: RunOptions | None = None) -> None:
+         agent: str | None, task_arg: list[str], model_arg: list[str], strict: bool,
+         options: dict[str, Any]) -> None:
     from rsr.report.evalset import find_spec, load_eval_set, run_eval_set
 
     spec_path = find_spec(spec_name)
@@ -57,11 +54,7 @@ def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: s
 
     ok, logs = run_eval_set(spec, model=model, log_dir=log_dir, label=label, agent=agent,
                             task_args=_task_args(task_arg), model_args=_task_args(model_arg),
-                            skip_unavailable=not strict, on_skip=skipped,
-                            solver_args=options.solver_args if options else None,
-                            limit=options.limit if options else None,
-                            max_samples=options.max_samples if options else None,
-                            generate=options.generate if options else None)
+                            skip_unavailable=not strict, on_skip=skipped, **options)
     for log in logs:
         console.print(f"  {log}")
     if not ok:
@@ -110,8 +103,8 @@ def table5(model: _MODEL, log_dir: _LOG_DIR, label: _LABEL = None, suites: _SUIT
            seed: _SEED = None, max_connections: _MAX_CONNECTIONS = None,
            ) -> None:
     """The paper's Table 5 eval set (every suite x 3 epochs); rerun to resume."""
-    options = RunOptions(solver_arg, limit, max_samples, temperature, max_tokens, top_p, seed,
-                         max_connections)
+    options = run_options(solver_arg, limit, max_samples, temperature, max_tokens, top_p, seed,
+                          max_connections)
     _run(spec, model, label, log_dir, suites, agent, task_arg or [], model_arg or [], strict,
          options)
 
@@ -124,8 +117,8 @@ def run(spec: _SPEC_ARG, model: _MODEL, log_dir: _LOG_DIR, label: _LABEL = None,
         max_tokens: _MAX_TOKENS = None, top_p: _TOP_P = None, seed: _SEED = None,
         max_connections: _MAX_CONNECTIONS = None) -> None:
     """Run any eval-set spec; rerun the same command to resume."""
-    options = RunOptions(solver_arg, limit, max_samples, temperature, max_tokens, top_p, seed,
-                         max_connections)
+    options = run_options(solver_arg, limit, max_samples, temperature, max_tokens, top_p, seed,
+                          max_connections)
     _run(spec, model, label, log_dir, suites, agent, task_arg or [], model_arg or [], True,
          options)
 

@@ -132,12 +132,12 @@ def find_spec(name_or_path: str) -> Path:
 def _takes(task_name: str, param: str) -> bool:
     """Whether the registered task `task_name` has a parameter `param` (rsr suites do; a
     user's own task in an eval spec may not)."""
-    import inspect as pyinspect
-
     from inspect_ai._util.registry import registry_lookup
 
+    from rsr.options import declared_options
+
     found = registry_lookup("task", task_name)
-    return found is not None and param in pyinspect.signature(found).parameters
+    return found is not None and param in declared_options(found)
 
 
 def check_agent(name: str, where: str) -> None:

@@ -664,7 +664,7 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
                         f"{len(manifest.samples)} samples have none: run through `rsr eval run` or with "
                         "-T evidence=true")
     elif (regrade if regrade is not None else must) and not problems:
-        verdict = regrade_verdict(path)
+        verdict = regrade_verdict(path, log)
         if verdict.status != "reproduced":
             problems.extend(f"regrade: {p}" for p in verdict.problems)
     if problems:
@@ -677,12 +677,13 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
                         regrade=verdict)
 
 
-def regrade_verdict(path: Path) -> RegradeVerdict:
-    """Regrade a log from its bundles (rsr.verify.regrade) and summarise it for an entry."""
+def regrade_verdict(path: Path, log: Any = None) -> RegradeVerdict:
+    """Regrade a log from its bundles (rsr.verify.regrade) and summarise it for an entry
+    (`log`: the log at `path`, already read)."""
     from rsr import __version__ as rsr_version
     from rsr.verify.regrade import regrade_log
 
-    report = regrade_log(path)
+    report = regrade_log(path, log=log)
     return RegradeVerdict(status="reproduced" if report.ok else "disagrees",
                           checked=datetime.now(UTC).strftime("%Y-%m-%d"), verifier=rsr_version,
                           samples=len(report.samples), reproduced=report.reproduced,
@@ -843,7 +844,7 @@ def store_artifacts(entry: LeaderboardEntry, runs: list[ValidatedRun], board: Lo
     `logs/<entry id>/`, so the page links them and anyone can regrade the entry from the board."""
     import shutil
 
-    from rsr.verify.evidence import copy_bundle, manifest_path
+    from rsr.verify.evidence import copy_bundle
 
     folder = board.root / "logs" / entry.id
     if folder.exists():
@@ -854,8 +855,7 @@ def store_artifacts(entry: LeaderboardEntry, runs: list[ValidatedRun], board: Lo
         shutil.copy2(v.run.path, folder / v.run.path.name)
         result.log.stored = (folder / v.run.path.name).relative_to(board.root).as_posix()
         if result.bundle is not None:
-            copy_bundle(v.run.path, folder)
-            manifest = manifest_path(folder / "evidence", v.run.path)
+            _, manifest = copy_bundle(v.run.path, folder)
             result.bundle.stored = manifest.relative_to(board.root).as_posix()
 
 

@@ -121,9 +121,6 @@ class BlobStore:
             raise EvidenceError(f"{what} {digest} in {self.root} was modified: its content hashes to {found}")
         return data
 
-    def has(self, digest: str) -> bool:
-        return self.path(digest).is_file()
-
     def put_model(self, model: BaseModel) -> str:
         return self.put(canonical_json(model))
 
@@ -133,9 +130,6 @@ class BlobStore:
             return model.model_validate_json(data)
         except ValueError as e:
             raise EvidenceError(f"{what} {digest} in {self.root} is not a valid {model.__name__}: {e}") from e
-
-    def size(self, digests: list[str]) -> int:
-        return sum(self.path(d).stat().st_size for d in set(digests) if self.has(d))
 
 
 def store_for_log(log: str | Path, store: str | Path | None = None) -> BlobStore:
@@ -309,15 +303,12 @@ def bundle_blobs(manifest: RunManifest, store: BlobStore) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def copy_bundle(log_path: str | Path, dest: str | Path) -> RunManifest:
-    """Copy a log's bundle (every blob its manifest names) into `dest/evidence`."""
+def copy_bundle(log_path: str | Path, dest: str | Path) -> tuple[RunManifest, Path]:
+    """Copy a log's bundle (every blob its manifest names) into `dest/evidence`; the manifest and
+    where its copy was written."""
     source = store_for_log(log_path)
     target = BlobStore(Path(dest) / EVIDENCE_DIR)
     manifest = read_manifest(log_path)
     for digest in bundle_blobs(manifest, source):
         target.put(source.get(digest))
-    target.put_model(manifest)
-    path = manifest_path(target.root, log_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(manifest.model_dump_json(indent=2) + "\n")
-    return manifest
+    return write_manifest(log_path, target, manifest)

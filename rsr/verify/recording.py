@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 from typing import Any
 
 from rsr.tasks.load import LoadedTask
@@ -17,6 +16,7 @@ from rsr.verify.evidence import (
     VerifierInputs,
     VerifierOutputs,
 )
+from rsr.verify.snapshot import installs_executable
 
 __all__ = ["CHANGES_EXCLUDE", "keep_evidence", "tests_digest"]
 
@@ -30,7 +30,7 @@ def tests_digest(task: LoadedTask) -> str:
     h = hashlib.sha256()
     for container_path, host_path in sorted(task.test_files().items()):
         data = host_path.read_bytes()
-        executable = os.access(host_path, os.X_OK) or container_path.endswith(".sh")
+        executable = installs_executable(host_path, container_path)
         h.update(f"{container_path}\0{hashlib.sha256(data).hexdigest()}\0{int(executable)}\n".encode())
     return "sha256:" + h.hexdigest()
 

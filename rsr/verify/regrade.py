@@ -214,19 +214,20 @@ async def _regrade_sample(sample: Any, store: BlobStore, tasks_root: Path | None
 
 
 def regrade_log(path: str | Path, *, store: str | Path | None = None, tasks_root: str | Path | None = None,
-                on_sample: Any = None, jobs: int = 1) -> RegradeReport:
+                on_sample: Any = None, jobs: int = 1, log: Any = None) -> RegradeReport:
     """Regrade every sample of a log from its bundles; `tasks_root`: the suite folder to load
     tasks from instead of the paths the log recorded; `on_sample(SampleRegrade)` after each;
-    `jobs` samples at a time."""
+    `jobs` samples at a time; `log`: the log at `path`, when the caller has read it already."""
     from inspect_ai.log import read_eval_log
 
     from rsr import __version__ as rsr_version
 
     path = Path(path)
-    try:
-        log = read_eval_log(str(path), exclude_fields={"events", "messages", "attachments", "store"})
-    except FileNotFoundError as e:
-        raise RsrError(f"{path}: log file not found") from e
+    if log is None:
+        try:
+            log = read_eval_log(str(path), exclude_fields={"events", "messages", "attachments", "store"})
+        except FileNotFoundError as e:
+            raise RsrError(f"{path}: log file not found") from e
     blobs = store_for_log(path, store)
     root = Path(tasks_root) if tasks_root is not None else None
     manifest = run_manifest(log)

@@ -57,6 +57,11 @@ def host_dirs(prefix: str) -> tuple[Path, Path, Path]:
     return host_dir, tests_dir, logs_dir
 
 
+def installs_executable(host_path: Path, container_path: str) -> bool:
+    """Whether a test file is installed executable: as on disk, and every shell script."""
+    return os.access(host_path, os.X_OK) or container_path.endswith(".sh")
+
+
 def stage_tests(task: LoadedTask, tests_dir: Path) -> None:
     """Copy the task's verifier files into the host directory mounted at /tests."""
     for container_path, host_path in task.test_files().items():
@@ -64,7 +69,7 @@ def stage_tests(task: LoadedTask, tests_dir: Path) -> None:
         target = tests_dir / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(host_path, target)
-        mode = 0o755 if (os.access(host_path, os.X_OK) or target.suffix == ".sh") else 0o644
+        mode = 0o755 if installs_executable(host_path, container_path) else 0o644
         target.chmod(mode)
     for d in [tests_dir, *[p for p in tests_dir.rglob("*") if p.is_dir()]]:
         d.chmod(0o755)
