@@ -57,6 +57,11 @@ def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: s
                             skip_unavailable=not strict, on_skip=skipped, **options)
     for log in logs:
         console.print(f"  {log}")
+    from rsr.report.evalset import summary_lines
+
+    # Inspect's display averages scored samples only; these count every sample.
+    for line in summary_lines([p for p in logs if p.is_file()]):
+        console.print(f"  {line}", highlight=False)
     if not ok:
         console.print("[yellow]not every suite finished; run the same command again to "
                       "resume[/yellow]")

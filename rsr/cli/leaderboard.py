@@ -54,13 +54,15 @@ _REGRADE = Annotated[bool | None, typer.Option(
 @app.command()
 def check(logs: _LOGS, board: _BOARD = DEFAULT_BOARD, regrade: _REGRADE = None) -> None:
     """Validate logs against the board's rules without adding anything."""
+    from rsr.report.metrics import headline
+
     runs = _validate_all(logs, board, regrade)
     console = Console()
     for v in runs:
         m = v.run.metrics()
         i = v.integrity
         console.print(f"[green]ok[/green] {v.run.path.name}: {v.run.benchmark}, "
-                      f"{m.n_tasks} tasks x {m.n_runs} epochs, mean {m.mean:.3f}; integrity "
+                      f"{m.n_tasks} tasks x {m.n_runs} epochs, mean {m.mean:.3f}; {headline(m)}; integrity "
                       f"{i.mode}: {i.clean} clean, {i.warning} warning, {i.tampered} tampered, "
                       f"{i.unknown} unknown; regrade {v.regrade.status}")
 
@@ -87,6 +89,7 @@ def add(
         save_entry,
         store_artifacts,
     )
+    from rsr.report.metrics import headline
 
     runs = _validate_all(logs, board, regrade)
     cfg = load_board(board)
@@ -98,7 +101,10 @@ def add(
         raise RsrError(f"{cfg.entries_dir / f'{entry.id}.json'} exists; pass --replace to overwrite the entry")
     store_artifacts(entry, runs, cfg)
     path = save_entry(entry, cfg.entries_dir, replace=replace)
-    Console().print(f"added {entry.id} ({', '.join(entry.suites)}) -> {path}")
+    console = Console()
+    console.print(f"added {entry.id} ({', '.join(entry.suites)}) -> {path}")
+    for bench, result in entry.suites.items():
+        console.print(f"  {bench}: {headline(result.metrics)}", highlight=False)
 
 
 @app.command()

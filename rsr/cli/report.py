@@ -26,6 +26,7 @@ def table5(
         "cell: ✓ reproduced, ✗ not reproduced, ? no bundles.")] = False,
 ) -> None:
     """Table 5 from log folders: benchmarks x runs, the paper's numbers beside."""
+    from rsr.report.metrics import headline
     from rsr.report.table5 import build_table5, load_paper_table, write_table5
 
     table = build_table5(log_dirs, label or [], load_paper_table(paper) if paper else None,
@@ -36,6 +37,8 @@ def table5(
         found = ", ".join(f"{b} ({r.verification[b]})" if b in r.verification else b
                           for b in sorted(r.metrics)) or "nothing"
         console.print(f"[bold]{r.label}[/bold]: {found}")
+        for bench, m in sorted(r.metrics.items()):
+            console.print(f"  {bench}: {headline(m)}", highlight=False)
         for note in r.notes:
             console.print(f"  [yellow]note:[/yellow] {note}")
     for kind, path in paths.items():

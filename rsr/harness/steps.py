@@ -8,7 +8,8 @@ per step with a fresh conversation holding only that step's instruction, in the 
 sample metadata carries the step's agent timeout and name, and `current_task()` returns the
 step's view of the task (its solution, timeout and user, for the oracle). What runs between the
 calls (setup, collection, the step's tests, gating) is `rsr.verify.steps`. The conversation of
-every step is kept, in order, in the sample's messages; the output is the last step's.
+every step is kept, in order, in the sample's messages; the output is the last step's. A sample
+whose sandbox did not start (rsr.sandbox.infra) runs no agent at all.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from inspect_ai.model import ChatMessageUser
 from inspect_ai.solver._task_state import sample_state
 from inspect_ai.util import store
 
+from rsr.sandbox.infra import current_infra_error
 from rsr.tasks.load import LoadedTask, task_from_metadata
 from rsr.verify.steps import STORE_ARTIFACTS_DIR, STORE_CURRENT, STORE_STEPS, StepsRecord, run_steps
 
@@ -35,6 +37,10 @@ def stepwise(agent: Agent) -> Agent:
     """Wrap an agent so that multi-step tasks run step by step (see the module doc)."""
 
     async def execute(state: AgentState) -> AgentState:
+        if current_infra_error() is not None:
+            # No sandbox to act in (rsr.sandbox.infra): the task's setup step normally ends the
+            # sample first; a task without it must not have the agent run blind either.
+            return state
         ts = sample_state()
         metadata = ts.metadata if ts is not None else {}
         if not metadata.get("steps") or store().get(STORE_CURRENT) is not None:

@@ -245,3 +245,19 @@ def run_eval_set(
         if path.is_file() and (path.parent / EVIDENCE_DIR).is_dir():
             write_manifest(path)  # evidence/manifests/<log>.json: the bundle's table of contents
     return ok, paths
+
+
+def summary_lines(paths: list[Path]) -> list[str]:
+    """One line per log: its suite and both numbers (rsr.report.metrics.headline), so a run's
+    summary shows what Inspect's own display leaves out (errored samples, infra errors)."""
+    from rsr.report.logs import read_run
+    from rsr.report.metrics import headline
+
+    lines = []
+    for path in paths:
+        try:
+            run = read_run(path)
+            lines.append(f"{run.benchmark} ({path.name}): {headline(run.metrics())}")
+        except (RsrError, ValueError) as e:
+            lines.append(f"{path.name}: no summary ({e})")
+    return lines

@@ -239,7 +239,8 @@ def _close(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
     if isinstance(a, int | float) and isinstance(b, int | float):
-        return math.isclose(float(a), float(b), abs_tol=TOL)
+        # NaN: a metric with nothing to measure (passed_excl_infra when every run was infra).
+        return math.isclose(float(a), float(b), abs_tol=TOL) or (math.isnan(a) and math.isnan(b))
     return a == b
 
 

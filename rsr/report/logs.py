@@ -3,11 +3,14 @@
 One `RunLog` per log file: the header facts reports and leaderboards need (task, model,
 epochs, status, overrides) and one `SampleRecord` per (task, epoch) found in the file. Score
 values come from the `rsr/verifier` scorer: `{"passed": 0|1, "reward": r, "process": p}`.
-A sample that errored, or that has no verifier score, is a failure and is flagged as such.
+A sample that errored, or that has no verifier score, is a failure and is flagged as such; a
+sample the infrastructure failed (its score's `metadata.infra`, rsr.sandbox.infra) is a scored
+failure that also carries the kind of its infrastructure error.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rsr.errors import RsrError
 from rsr.report.metrics import SuiteMetrics, TaskOutcome, suite_metrics
+from rsr.sandbox.infra import INFRA_KEY
 
 __all__ = [
     "LIGHT_FIELDS",
@@ -69,11 +73,26 @@ class SampleRecord(BaseModel):
     error: str | None = Field(default=None, description="Inspect sample error, if any")
     verifier_error: str | None = None
     limit: str | None = Field(default=None, description="limit the agent hit (time, tokens...)")
+    infra: str | None = Field(default=None, description="kind of the infrastructure error that ended the "
+                              "sample (build, pull, sandbox, verifier), if any")
+    infra_message: str | None = None
 
     @property
     def failed_to_run(self) -> bool:
         """Errored or unscored: a failure that says nothing about the agent's ability."""
         return self.error is not None or not self.scored
+
+    @property
+    def error_kind(self) -> str | None:
+        """What kind of error the run ended with: the Inspect error's exception type,
+        'unscored', or None for a run that ended scored."""
+        if self.error is not None:
+            found = _ERROR_TYPE.match(self.error)
+            return found.group(1) if found else "error"
+        return None if self.scored else "unscored"
+
+
+_ERROR_TYPE = re.compile(r"^\s*([A-Za-z_][\w.]*)(?:\(|:)")
 
 
 class RunLog(BaseModel):
@@ -114,7 +133,7 @@ class RunLog(BaseModel):
             TaskOutcome.from_runs(
                 name,
                 {
-                    e: (s.passed, s.process, s.failed_to_run)
+                    e: (s.passed, s.process, s.failed_to_run, s.infra, s.error_kind)
                     for e, s in grouped.get(name, {}).items()
                 },
                 self.epochs,
@@ -137,9 +156,13 @@ def _record(sample: Any) -> SampleRecord:
     meta = sample.metadata or {}
     score = (sample.scores or {}).get(SCORER)
     fields = score_fields(score.value) if score is not None else None
-    verifier_error = None
+    verifier_error = infra = infra_message = None
     if score is not None and isinstance(score.metadata, dict):
         verifier_error = score.metadata.get("error")
+        found = score.metadata.get(INFRA_KEY)
+        if isinstance(found, dict):
+            infra = str(found.get("kind") or "unknown")
+            infra_message = str(found.get("message") or "")
     passed, reward, process = fields if fields is not None else (False, 0.0, 0.0)
     return SampleRecord(
         task_name=str(meta.get("task_name") or sample.id),
@@ -153,6 +176,8 @@ def _record(sample: Any) -> SampleRecord:
         error=sample.error.message if sample.error is not None else None,
         verifier_error=verifier_error,
         limit=sample.limit.type if sample.limit is not None else None,
+        infra=infra if fields is not None else None,
+        infra_message=infra_message if fields is not None else None,
     )
 
 

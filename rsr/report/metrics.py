@@ -6,11 +6,17 @@ the same numbers come out whether the runs were read from one `.eval` log with `
 gathered from several logs. A run that errored, hit a limit or is missing from the log is a
 failure (passed 0, process 0): leaving it out would inflate the score of exactly the runs that
 went worst.
+
+Infrastructure errors (the sandbox or the verifier could not be provided: rsr.sandbox.infra)
+are failures in every headline number too, and are also counted by kind, with a second,
+labelled pass rate over the runs without one (`mean_excl_infra`), as some leaderboards publish.
+Inspect errors (a model API failure, a crash) and unscored runs stay failures in both.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "SuiteMetrics",
     "TaskOutcome",
+    "headline",
     "mean_stderr",
     "pass_at_k",
     "pass_hat_k",
@@ -81,6 +88,11 @@ class TaskOutcome(BaseModel):
     process: list[float]
     errors: int = Field(default=0, description="runs that errored (already counted as failures)")
     missing: int = Field(default=0, description="runs absent from the log (counted as failures)")
+    infra: list[str | None] = Field(
+        default_factory=list,
+        description="per run: the kind of its infrastructure error, else None (empty: none had one)")
+    error_kinds: list[str] = Field(
+        default_factory=list, description="the kind of each errored run (the Inspect error's type, or 'unscored')")
 
     @property
     def n(self) -> int:
@@ -94,24 +106,33 @@ class TaskOutcome(BaseModel):
     def from_runs(
         cls,
         task: str,
-        runs: Mapping[int, tuple[bool, float, bool]],
+        runs: Mapping[int, tuple[bool, float, bool] | tuple[bool, float, bool, str | None, str | None]],
         epochs: int,
     ) -> TaskOutcome:
-        """Build from `{epoch: (passed, process, errored)}`, filling absent epochs as failures."""
+        """Build from `{epoch: (passed, process, errored[, infra kind, error kind])}`, filling
+        absent epochs as failures. An infrastructure error's run is scored (a failure), not errored."""
         passed: list[bool] = []
         process: list[float] = []
+        infra: list[str | None] = []
+        error_kinds: list[str] = []
         errors = missing = 0
         for epoch in range(1, epochs + 1):
             if epoch not in runs:
                 missing += 1
                 passed.append(False)
                 process.append(0.0)
+                infra.append(None)
                 continue
-            ok, proc, errored = runs[epoch]
+            ok, proc, errored, *kinds = runs[epoch]
+            infra_kind, error_kind = (kinds + [None, None])[:2]
             errors += int(errored)
-            passed.append(bool(ok) and not errored)
-            process.append(0.0 if errored else float(proc))
-        return cls(task=task, passed=passed, process=process, errors=errors, missing=missing)
+            if errored:
+                error_kinds.append(error_kind or "error")
+            passed.append(bool(ok) and not errored and infra_kind is None)
+            process.append(0.0 if errored or infra_kind is not None else float(proc))
+            infra.append(infra_kind)
+        return cls(task=task, passed=passed, process=process, errors=errors, missing=missing,
+                   infra=infra if any(k is not None for k in infra) else [], error_kinds=error_kinds)
 
 
 class SuiteMetrics(BaseModel):
@@ -132,6 +153,14 @@ class SuiteMetrics(BaseModel):
     solved: int = Field(description="tasks passed in at least one run")
     n_errors: int
     n_missing: int
+    n_infra: int = Field(default=0, description="runs ended by an infrastructure error (failures in every "
+                         "rate above)")
+    infra_by_kind: dict[str, int] = Field(default_factory=dict, description="n_infra by kind (build, pull, "
+                                          "sandbox, verifier)")
+    errors_by_kind: dict[str, int] = Field(default_factory=dict, description="n_errors by kind (the Inspect "
+                                           "error's type, or 'unscored')")
+    mean_excl_infra: float | None = Field(default=None, description="pass rate over the runs without an "
+                                          "infrastructure error; None when every run had one")
 
 
 def suite_metrics(outcomes: Iterable[TaskOutcome], k: int = 3) -> SuiteMetrics:
@@ -159,6 +188,8 @@ def suite_metrics(outcomes: Iterable[TaskOutcome], k: int = 3) -> SuiteMetrics:
         at_k = math.fsum(pass_at_k(n, t.c, k) for t in tasks) / len(tasks)
         hat_k = math.fsum(pass_hat_k(n, t.c, k) for t in tasks) / len(tasks)
     run_means = [sum(t.passed[i] for t in tasks) / len(tasks) for i in range(n)]
+    infra_kinds = Counter(k for t in tasks for k in t.infra if k is not None)
+    kept = [ok for t in tasks for ok, k in zip(t.passed, t.infra or [None] * t.n, strict=True) if k is None]
     return SuiteMetrics(
         n_tasks=len(tasks),
         n_runs=n,
@@ -173,4 +204,30 @@ def suite_metrics(outcomes: Iterable[TaskOutcome], k: int = 3) -> SuiteMetrics:
         solved=sum(1 for t in tasks if t.c > 0),
         n_errors=sum(t.errors for t in tasks),
         n_missing=sum(t.missing for t in tasks),
+        n_infra=sum(infra_kinds.values()),
+        infra_by_kind=dict(sorted(infra_kinds.items())),
+        errors_by_kind=dict(sorted(Counter(k for t in tasks for k in t.error_kinds).items())),
+        mean_excl_infra=sum(kept) / len(kept) if kept else None,
     )
+
+
+def _kinds(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {n}" for k, n in counts.items())
+
+
+def headline(m: SuiteMetrics) -> str:
+    """The two numbers every report prints: the headline pass rate over every run (errors and
+    infrastructure errors are failures) and, labelled, the rate over runs without an
+    infrastructure error; with the counts behind them."""
+    total = m.n_tasks * m.n_runs
+    parts = [f"passed {100 * m.mean:.1f}% of {total} runs"]
+    if m.n_infra:
+        parts.append(f"infra errors {m.n_infra} ({_kinds(m.infra_by_kind)})")
+    if m.n_errors:
+        parts.append(f"errored {m.n_errors} ({_kinds(m.errors_by_kind) or 'error ' + str(m.n_errors)})")
+    if m.n_missing:
+        parts.append(f"missing {m.n_missing}")
+    kept = total - m.n_infra
+    excl = "n/a" if m.mean_excl_infra is None else f"{100 * m.mean_excl_infra:.1f}%"
+    parts.append(f"excluding infra errors: passed {excl} of {kept} runs")
+    return "; ".join(parts)

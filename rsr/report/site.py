@@ -46,7 +46,11 @@ def readme_table(entries: list[LeaderboardEntry], k: int = 3) -> str:
                 scores.append("missing")
                 passes.append("missing")
                 continue
-            scores.append(f"{100 * r.metrics.mean:.1f}% ± {100 * r.ci95:.1f}")
+            m = r.metrics
+            excl = "" if not m.n_infra else (
+                f" (excl. {m.n_infra} infra: "
+                f"{'n/a' if m.mean_excl_infra is None else f'{100 * m.mean_excl_infra:.1f}%'})")
+            scores.append(f"{100 * m.mean:.1f}% ± {100 * r.ci95:.1f}{excl}")
             passes.append("n/a" if r.metrics.pass_at_k is None
                           else f"{100 * r.metrics.pass_at_k:.1f}%")
         process = [f"{e.suites[s].metrics.process:.2f}" if s in e.suites else "missing"

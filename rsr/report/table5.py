@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rsr.errors import RsrError, TaskFormatError
 from rsr.report.logs import RunLog, read_runs
-from rsr.report.metrics import SuiteMetrics
+from rsr.report.metrics import SuiteMetrics, headline
 
 __all__ = [
     "CSV_COLUMNS",
@@ -40,7 +40,8 @@ K = 3
 
 CSV_COLUMNS = [
     "benchmark", "label", "status", "pass_at_3", "pass_hat_3", "mean", "stderr", "process",
-    "process_stderr", "solved", "n_tasks", "n_runs", "n_errors", "n_missing", "run_means",
+    "process_stderr", "solved", "n_tasks", "n_runs", "n_errors", "n_missing", "n_infra", "infra_by_kind",
+    "mean_excl_infra", "errors_by_kind", "run_means",
     "model", "log", "verification", "paper_pass_at_3", "paper_mean", "paper_process",
 ]
 
@@ -211,7 +212,9 @@ def _cell(m: SuiteMetrics | None, metric: Metric) -> str:
         exact = f" ({m.solved}/{m.n_tasks})" if m.n_runs == K else ""
         return _pct(m.pass_at_k) + exact
     if metric == "mean":
-        return f"{_pct(m.mean)} ± {100 * m.stderr:.1f}"
+        excl = "" if not m.n_infra else (
+            f" (excl. {m.n_infra} infra: {'n/a' if m.mean_excl_infra is None else _pct(m.mean_excl_infra)})")
+        return f"{_pct(m.mean)} ± {100 * m.stderr:.1f}{excl}"
     return f"{m.process:.2f} ± {m.process_stderr:.2f}"
 
 
@@ -245,7 +248,8 @@ def render_markdown(table: Table5, out_dir: Path) -> str:
         "",
         "pass@3 is the unbiased estimator over the runs of each task, averaged over tasks; "
         "mean is the pass rate over all runs ± its standard error over tasks; process is the "
-        "mean process reward. Errored and missing runs count as failures. "
+        "mean process reward. Errored, missing and infrastructure-failed runs count as failures; "
+        "each run's line under Runs also gives the pass rate excluding infrastructure errors. "
         f"Paper columns: {table.paper.source}.",
         *(["", "Verification (`--regrade`: every log re-verified from its evidence bundles, no model "
             "or agent): ✓ every score reproduced; ✗ some score not reproduced (see Runs); ? the log "
@@ -271,8 +275,7 @@ def render_markdown(table: Table5, out_dir: Path) -> str:
         lines.append(f"- **{r.label}** — `{_rel(r.folder, out_dir)}`")
         for bench, run in sorted(r.runs.items()):
             m = r.metrics.get(bench)
-            detail = (f"{m.n_tasks} tasks x {m.n_runs} runs, {m.n_errors} errored, "
-                      f"{m.n_missing} missing" if m else "no samples")
+            detail = f"{m.n_tasks} tasks x {m.n_runs} runs; {headline(m)}" if m else "no samples"
             check = r.verification.get(bench)
             lines.append(f"  - {bench}: [{run.path.name}]({_rel(run.path, out_dir)}) "
                          f"({run.model}, {run.status}; {detail})"
@@ -337,17 +340,19 @@ def _task_links(run: LabelledRun, bench: str, task: str) -> str:
 
 
 def _errored(table: Table5, out_dir: Path) -> list[str]:
-    lines = ["## Errored and unscored runs (counted as failures)", ""]
+    lines = ["## Errored, unscored and infrastructure-failed runs (counted as failures)", ""]
     any_errors = False
     for r in table.runs:
         for bench, run in sorted(r.runs.items()):
-            bad = [s for s in run.samples if s.failed_to_run]
+            bad = [s for s in run.samples if s.failed_to_run or s.infra]
             if not bad:
                 continue
             any_errors = True
             lines.append(f"- {r.label} / {bench}: {len(bad)}")
             for s in sorted(bad, key=lambda s: (s.task_name, s.epoch)):
                 why = s.error or ("no verifier score" if not s.scored else "")
+                if s.infra:
+                    why = f"infra error ({s.infra}): {s.infra_message or ''}"
                 why = why.splitlines()[0][:160] if why else ""
                 lines.append(f"  - [{s.task_name} epoch {s.epoch}]"
                              f"(http://127.0.0.1:7575/{run.viewer_link(s)}): {why}")
@@ -373,7 +378,10 @@ def csv_rows(table: Table5) -> list[dict[str, object]]:
                     pass_hat_3="" if m.pass_hat_k is None else m.pass_hat_k,
                     mean=m.mean, stderr=m.stderr, process=m.process,
                     process_stderr=m.process_stderr, solved=m.solved, n_tasks=m.n_tasks,
-                    n_runs=m.n_runs, n_errors=m.n_errors, n_missing=m.n_missing,
+                    n_runs=m.n_runs, n_errors=m.n_errors, n_missing=m.n_missing, n_infra=m.n_infra,
+                    infra_by_kind=";".join(f"{k}={n}" for k, n in m.infra_by_kind.items()),
+                    mean_excl_infra="" if m.mean_excl_infra is None else m.mean_excl_infra,
+                    errors_by_kind=";".join(f"{k}={n}" for k, n in m.errors_by_kind.items()),
                     run_means=";".join(f"{x:.6g}" for x in m.run_means),
                     model=run.model, log=str(run.path),
                     verification=r.verification.get(bench, "not-regraded"),

@@ -38,6 +38,7 @@ from inspect_ai.util._sandbox.environment import SandboxUnavailableError, sandbo
 from pydantic import BaseModel, ConfigDict
 
 from rsr.sandbox import engine
+from rsr.sandbox.infra import InfraError, InfraSandbox
 
 logger = logging.getLogger(__name__)
 
@@ -94,8 +95,10 @@ def pids_limit(requested: int | None) -> int:
     return min(requested or DEFAULT_PIDS_LIMIT, budget)
 
 
-class ImageBuildError(RuntimeError):
+class ImageBuildError(InfraError):
     """A task's image could not be built or found; the message carries the engine's output."""
+
+    kind = "build"
 
 
 class _Images:
@@ -236,8 +239,19 @@ class RsrDockerSandbox(SandboxEnvironment):
     @classmethod
     async def sample_init(cls, task_name: str, config: Any, metadata: dict[str, str]) -> dict[str, SandboxEnvironment]:
         cfg = _config(config)
-        await asyncio.to_thread(_images.ensure, cfg)
-        container, workdir = await asyncio.to_thread(_create_container, task_name, cfg)
+        # A sandbox that cannot start is the infrastructure's failure, not the agent's: the sample
+        # goes on with a stand-in that carries why (rsr.sandbox.infra), so it ends scored as a
+        # failure and counted as an infra error instead of dropping out of the headline.
+        try:
+            await asyncio.to_thread(_images.ensure, cfg)
+        except InfraError as e:
+            return {"default": InfraSandbox(e)}
+        try:
+            container, workdir = await asyncio.to_thread(_create_container, task_name, cfg)
+        except Exception as e:  # noqa: BLE001 - any engine failure here happened before the agent
+            return {"default": InfraSandbox(InfraError(
+                f"the sandbox container of task {cfg.task!r} could not be started: {type(e).__name__}: {e}",
+                kind="sandbox"))}
         sbx = cls(container, cfg, workdir)
         if cfg.storage_mb:
             sbx._watchdog = asyncio.create_task(sbx._watch_storage(cfg.storage_mb))

@@ -4,6 +4,10 @@ Inspect's `--sandbox PROVIDER` overrides every sample's sandbox; a sample config
 carry over (rsr-docker's) is dropped, so the sample would run in Inspect's default image or on
 the host (`local`), and the hidden tests with it. This setup step runs in each sample's
 sandbox before the agent and stops the sample with the reason instead.
+
+It is also where a sample whose sandbox could not start (rsr.sandbox.infra) ends: it marks the
+sample completed, so no solver after it runs (whichever `--solver` the run uses), and the
+scorer scores the infrastructure error.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
 
 from rsr.errors import RsrError
+from rsr.sandbox.infra import infra_error_of
 
 SANDBOX_TYPE_KEY = "sandbox_type"
 """Sample metadata: the provider the task's sample asked for."""
@@ -52,6 +57,14 @@ def check_provider(expected: str, actual: str) -> None:
 @solver(name="sandbox_guard")
 def sandbox_guard() -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
+        failed = infra_error_of(sandbox())
+        if failed is not None:
+            from inspect_ai.log import transcript
+
+            transcript().info(f"no agent run: infrastructure error ({failed.kind}): {failed}",
+                              source="rsr/infra")
+            state.completed = True  # Inspect's plan stops here; the scorer reads the error
+            return state
         expected = (state.metadata or {}).get(SANDBOX_TYPE_KEY)
         if expected:
             check_provider(str(expected), _provider(sandbox()))

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, mean, metric, scorer, stderr
 from inspect_ai.solver import TaskState
 from inspect_ai.util import store
 
 from rsr.errors import RsrError
+from rsr.sandbox.infra import INFRA_KEY, InfraError, current_infra_error
 from rsr.tasks.load import LoadedTask, task_from_metadata
 from rsr.verify.artifacts import Collected, collect, sample_artifacts_dir
 from rsr.verify.evidence import EVIDENCE_DIR, SCORE_KEY, BlobStore, SampleEvidence
 from rsr.verify.steps import STORE_ARTIFACTS_DIR, STORE_STEPS, StepsRecord, trial_result
-from rsr.verify.verifier import Integrity, VerifierResult, verify
+from rsr.verify.verifier import VERIFIER_BOOTSTRAP, Integrity, VerifierBootstrapError, VerifierResult, verify
 
 STORE_ARTIFACTS = "rsr/artifacts"
 """Sample store key: the artifacts collected after the agent (`Collected`), for evidence bundles."""
@@ -104,7 +106,66 @@ def _score(result: VerifierResult, task: LoadedTask, evidence: dict[str, Any] | 
     )
 
 
-@scorer(metrics={"passed": [mean(), stderr()], "reward": [mean()], "process": [mean()]})
+def _infra_score(task: LoadedTask, error: InfraError) -> Score:
+    """A sample the infrastructure failed: a failure in the headline, counted apart as infra."""
+    return Score(
+        value={"passed": 0.0, "reward": 0.0, "process": 0.0},
+        answer="failed",
+        explanation=f"infrastructure error ({error.kind}), no verdict on the agent: {error}",
+        metadata={"error": f"infra_{error.kind}", INFRA_KEY: error.as_metadata(), "task_digest": task.digest},
+    )
+
+
+def infra_of(score: Score) -> dict[str, Any] | None:
+    """`{"kind", "message"}` when the score is an infrastructure error's, else None."""
+    info = (score.metadata or {}).get(INFRA_KEY)
+    return info if isinstance(info, dict) else None
+
+
+def _passed_of(s: SampleScore) -> float:
+    value = s.score.value
+    return float(value.get("passed", 0.0) if isinstance(value, dict) else value)  # type: ignore[arg-type]
+
+
+@metric
+def infra_errors() -> Metric:
+    """Samples ended by an infrastructure error (they count as failures in `passed`'s mean).
+    With several epochs, Inspect's metrics see epoch-reduced scores, which keep the first
+    epoch's metadata; `rsr report` counts every run."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        return float(sum(1 for s in scores if infra_of(s.score) is not None))
+
+    return compute
+
+
+@metric(name="infra")
+def infra_by_kind() -> Metric:
+    """`infra_<kind>`: infrastructure errors by kind (build, pull, sandbox, verifier), for the
+    kinds seen."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        kinds = Counter(str((infra_of(s.score) or {}).get("kind") or "unknown")
+                        for s in scores if infra_of(s.score) is not None)
+        return {kind: float(n) for kind, n in sorted(kinds.items())}
+
+    return compute
+
+
+@metric
+def passed_excl_infra() -> Metric:
+    """The pass rate over the samples without an infrastructure error (as some leaderboards
+    publish beside the headline); NaN when every sample had one."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        kept = [_passed_of(s) for s in scores if infra_of(s.score) is None]
+        return sum(kept) / len(kept) if kept else float("nan")
+
+    return compute
+
+
+@scorer(metrics={"passed": [mean(), stderr(), infra_errors(), passed_excl_infra(), infra_by_kind()],
+                 "reward": [mean()], "process": [mean()]})
 def verifier(integrity: Integrity = "auto") -> Scorer:
     """Score = {passed (1 only for full success), reward (the task's), process (milestone
     fraction, else = passed)}; the explanation carries the capped test output, the metadata the
@@ -114,6 +175,9 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
 
     async def score(state: TaskState, target: Target) -> Score:
         task = task_from_metadata(state.metadata)
+        failed = current_infra_error()
+        if failed is not None:  # the sandbox never started: nothing to verify (rsr.sandbox.infra)
+            return _infra_score(task, failed)
         if not _has_sandbox():
             kept = (state.store.get(STORE_KEY) if state.store is not None else None) or None
             return _score(await _regrade_finished(state, task), task,
@@ -134,6 +198,9 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
         mode = state.metadata.get("integrity_policy") or integrity
         bundles = _log_store() if state.metadata.get("evidence") else None
         result = await verify(task, integrity=mode, keep_evidence=bundles is not None)
+        if result.error == VERIFIER_BOOTSTRAP:
+            extra[INFRA_KEY] = VerifierBootstrapError(result.explanation.strip().splitlines()[0]
+                                                      if result.explanation.strip() else "").as_metadata()
         evidence = None
         if bundles is not None:
             from rsr.verify.recording import keep_evidence

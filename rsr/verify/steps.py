@@ -38,7 +38,7 @@ STORE_CURRENT = "rsr/current_step"
 """Sample store key: the index of the step whose agent is running (None between steps)."""
 
 NO_RESULT_ERRORS = frozenset({"missing_reward", "malformed_reward", "verifier_timeout", "sandbox_error",
-                              "setup_failed", "storage_exceeded", "tb1_parse_error"})
+                              "setup_failed", "storage_exceeded", "tb1_parse_error", "verifier_bootstrap"})
 """rsr verifier errors where Harbor's verifier raises instead of returning rewards (the step then
 has no verifier result: it ends the trial and does not count in the mean)."""
 

@@ -4,25 +4,56 @@ A plain async function over a sandbox so that the scorer, the RSRT harness (on a
 the sandbox) and the RSR factory all share one implementation. Every failure mode of the
 tests (timeout, crash, missing or malformed reward file) becomes a failed result with a
 clear explanation, never an exception.
+
+Who is to blame when no reward comes out (the rule, after Harbor 0.26, whose trial error policy
+grades a missing reward file as a failure but retries, ungraded, a tests upload that failed):
+- the tests ran (test.sh started, whatever its exit status) and wrote no reward, or a malformed
+  one: the agent's failure (`missing_reward`, `malformed_reward`), as in Harbor;
+- the tests could not be put in place (staging, upload, the verification container refused
+  while the agent's container is still up), or test.sh could not be started at all (the
+  image has no /bin/bash, /tests/test.sh is absent: exit 126/127 with the shell's or the
+  runtime's "cannot run" message, no reward, and no change of the agent's that the tests rely
+  on): an infrastructure failure (`verifier_bootstrap`), which the scorer reports as an infra
+  error of kind "verifier" (rsr.sandbox.infra) rather than as the agent's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import math
+import re
 import tarfile
 import time
+from collections.abc import AsyncIterator
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from rsr.sandbox.infra import InfraError
 from rsr.tasks.load import TESTS_MOUNT, VERIFIER_LOG_DIR, LoadedTask
 from rsr.tasks.models import expand_env
 from rsr.verify.reward import RewardError, read_reward
 
 OUTPUT_CAP = 8_000
 TESTS_ARCHIVE = "/tmp/.rsr-tests.tar"
+VERIFIER_BOOTSTRAP = "verifier_bootstrap"
+"""VerifierResult.error of a verifier that could not run the tests (see the module doc)."""
+
+
+class VerifierBootstrapError(InfraError):
+    """The tests could not be installed or started (see the module doc)."""
+
+    kind = "verifier"
+
+
+# The whole output when test.sh itself cannot be started: the runtime's (no /bin/bash in the
+# image) or the shell's (no /tests/test.sh). One line and nothing else: tests that ran and
+# printed anything, the agent's programs' output included, are the agent's result.
+_CANNOT_START = re.compile(
+    r"(OCI runtime exec failed: .*|bash: " + re.escape(TESTS_MOUNT)
+    + r"/test\.sh: (No such file or directory|Permission denied))")
 
 
 def tests_archive(task: LoadedTask, with_dirs: bool = False) -> bytes:
@@ -178,6 +209,8 @@ async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity:
         if container is None:
             return await _verify_in_place(task, sbx, started, mode)
         return await _verify_engine(task, sbx, container, started, mode, chosen, keep_evidence, boundary)
+    except VerifierBootstrapError as e:
+        return _failed(VERIFIER_BOOTSTRAP, str(e), started, integrity=stopped())
     except Exception as e:  # noqa: BLE001 - cancellation is a BaseException and still propagates
         storage = getattr(getattr(sbx, "_sandbox", sbx), "storage_exceeded", None)
         if storage:
@@ -214,6 +247,30 @@ async def container_of(sbx: Any) -> str | None:
         connection = await sbx.connection()
         return connection.container
     return None
+
+
+@contextlib.asynccontextmanager
+async def _bootstrap(agent_container: str | None, what: str) -> AsyncIterator[None]:
+    """Turn a failure to set up the tests' container into a VerifierBootstrapError, unless the
+    agent's own container is gone (its processes exhausted its memory, say): that stays a
+    sandbox error of the sample's own."""
+    try:
+        yield
+    except VerifierBootstrapError:
+        raise
+    except Exception as e:
+        if agent_container is not None and not await asyncio.to_thread(_running, agent_container):
+            raise
+        raise VerifierBootstrapError(f"{what}: {type(e).__name__}: {e}") from e
+
+
+def _running(container: str) -> bool:
+    from rsr.sandbox import engine
+
+    try:
+        return bool(engine.api().inspect_container(container)["State"].get("Running"))
+    except Exception:  # noqa: BLE001 - gone, or the engine does not answer: not provably running
+        return False
 
 
 class _TestRun:
@@ -285,9 +342,10 @@ async def _check_carried(task: LoadedTask, carried: Any, report: IntegrityReport
     report.kept, report.changes_sha256 = len(carried.kept) + len(carried.deleted), carried.archive_sha256
     report.dropped, report.dropped_count = carried.dropped[:200], len(carried.dropped)
     report.hardened = report.mode == "strict"
-    snap = await asyncio.to_thread(snapshot.create_pristine, agent_container, task, carried.image,
-                                   join_network=join_network, hardened=report.hardened,
-                                   template=None if agent_container else carried.container)
+    async with _bootstrap(agent_container, "the verification container could not be started"):
+        snap = await asyncio.to_thread(snapshot.create_pristine, agent_container, task, carried.image,
+                                       join_network=join_network, hardened=report.hardened,
+                                       template=None if agent_container else carried.container)
     try:
         t0 = time.monotonic()
         audit_result = await asyncio.to_thread(_audit_carried, snap.container, carried,
@@ -364,10 +422,11 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         if isolation == "live" and not apart:
             return await run.in_live(container, task.workdir or getattr(getattr(sbx, "_sandbox", sbx),
                                                                         "working_dir", None))
-        if apart:
-            snap = await asyncio.to_thread(separate.create, container, task)
-        else:
-            snap = await asyncio.to_thread(snapshot.create, container, task, isolation == "snapshot")
+        async with _bootstrap(container, "the verification container could not be started"):
+            if apart:
+                snap = await asyncio.to_thread(separate.create, container, task)
+            else:
+                snap = await asyncio.to_thread(snapshot.create, container, task, isolation == "snapshot")
         return await run.in_snapshot(snap)
 
     carried = None
@@ -442,8 +501,17 @@ def _finish(task: LoadedTask, run: _TestRun, outcome: Any, files: dict[str, byte
                        report, False)
     result, warnings = _scored(task, files.get("reward.txt"), files.get("reward.json"), mode, outcome.returncode,
                                output, started)
+    if result.error == "missing_reward" and not report.paths and could_not_start(outcome.returncode, output):
+        result = result.model_copy(update={
+            "error": VERIFIER_BOOTSTRAP,
+            "explanation": f"the tests could not be started (exit {outcome.returncode}): {output.strip()[:500]}"})
     report.notes.extend(warnings)
     return _judged(result, report, result.passed)
+
+
+def could_not_start(returncode: int | None, output: str) -> bool:
+    """test.sh never ran: the shell or the runtime could not start it (see the module doc)."""
+    return returncode in (126, 127) and _CANNOT_START.fullmatch(output.strip()) is not None
 
 
 def _scored(task: LoadedTask, txt: bytes | None, js: bytes | None, mode: Literal["strict", "warn"],
@@ -542,8 +610,11 @@ async def _install_tests_live(task: LoadedTask, container: str) -> None:
     # /bin/rm by absolute path (its replacement would show in the audit).
     await asyncio.to_thread(engine.run_exec, container, ["/bin/rm", "-rf", TESTS_MOUNT, VERIFIER_LOG_DIR],
                             user="root", timeout=60)
-    archive = tests_archive(task, with_dirs=True)
-    await asyncio.to_thread(engine.put_archive, container, archive)
+    try:
+        archive = tests_archive(task, with_dirs=True)
+        await asyncio.to_thread(engine.put_archive, container, archive)
+    except Exception as e:  # noqa: BLE001 - the tests never reached the container
+        raise VerifierBootstrapError(f"could not install the tests in the sandbox: {type(e).__name__}: {e}") from e
 
 
 async def _verify_in_place(task: LoadedTask, sbx: SandboxLike, started: float,
@@ -552,13 +623,17 @@ async def _verify_in_place(task: LoadedTask, sbx: SandboxLike, started: float,
     report = IntegrityReport(mode=mode, isolation="in-place", verdict="unchecked",
                              notes=["no engine access: no filesystem audit, tests run beside the agent's processes"])
     cfg = task.config.verifier
-    await sbx.write_file(TESTS_ARCHIVE, tests_archive(task))
     setup = (f"rm -rf {TESTS_MOUNT} {VERIFIER_LOG_DIR} && mkdir -p {TESTS_MOUNT} {VERIFIER_LOG_DIR} && "
              f"tar -xf {TESTS_ARCHIVE} -C / && rm -f {TESTS_ARCHIVE} && chmod -R a+rX {TESTS_MOUNT} && "
              f"chmod 777 {VERIFIER_LOG_DIR}")
-    prepared = await sbx.exec(["sh", "-c", setup], user="root", timeout=120)
+    try:
+        await sbx.write_file(TESTS_ARCHIVE, tests_archive(task))
+        prepared = await sbx.exec(["sh", "-c", setup], user="root", timeout=120)
+    except (OSError, TimeoutError) as e:
+        return _failed(VERIFIER_BOOTSTRAP, f"could not install the tests: {type(e).__name__}: {e}", started,
+                       integrity=report)
     if not prepared.success:
-        return _failed("setup_failed", f"could not install the tests: {prepared.stderr.strip()[:500]}", started,
+        return _failed(VERIFIER_BOOTSTRAP, f"could not install the tests: {prepared.stderr.strip()[:500]}", started,
                        integrity=report)
     env = {k: expand_env(v) for k, v in cfg.env.items()}
     timeout = max(1, int(math.ceil(cfg.timeout_sec)))

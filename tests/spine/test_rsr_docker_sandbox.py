@@ -163,9 +163,12 @@ def test_rsr_docker_broken_image_fails_its_samples_and_the_others_run(tmp_path: 
                         display="none", log_dir=str(tmp_path / "_logs"))
     samples = {str(s.id): s for s in logs[0].samples or []}
     assert samples["fine"].scores["verifier"].value["passed"] == 1
+    # Scored as a failure, the build's output as the infra error's message (rsr.sandbox.infra).
     broken = samples["unbuildable"]
-    assert broken.error is not None and "building the image" in broken.error.message
-    assert "exit 7" in broken.error.message or "returned a non-zero code: 7" in broken.error.message
+    assert broken.error is None and broken.scores["verifier"].value["passed"] == 0
+    message = broken.scores["verifier"].metadata["infra"]["message"]
+    assert "building the image" in message
+    assert "exit 7" in message or "returned a non-zero code: 7" in message
 
 
 def test_rsr_docker_runs_eight_concurrent_samples_without_errors(tmp_path: Path) -> None:
