@@ -46,6 +46,8 @@ SANDBOX_NAME = "rsr-docker"
 KEEPALIVE = ["sleep", "infinity"]
 DEFAULT_PIDS_LIMIT = 4096
 STORAGE_POLL_SECONDS = 1.0
+START_ATTEMPTS = 2
+"""Container starts tried per sample before it ends as an infrastructure error."""
 
 
 class RsrDockerConfig(BaseModel):
@@ -246,12 +248,18 @@ class RsrDockerSandbox(SandboxEnvironment):
             await asyncio.to_thread(_images.ensure, cfg)
         except InfraError as e:
             return {"default": InfraSandbox(e)}
-        try:
-            container, workdir = await asyncio.to_thread(_create_container, task_name, cfg)
-        except Exception as e:  # noqa: BLE001 - any engine failure here happened before the agent
-            return {"default": InfraSandbox(InfraError(
-                f"the sandbox container of task {cfg.task!r} could not be started: {type(e).__name__}: {e}",
-                kind="sandbox"))}
+        for attempt in range(START_ATTEMPTS):
+            try:
+                container, workdir = await asyncio.to_thread(_create_container, task_name, cfg)
+                break
+            except Exception as e:  # noqa: BLE001 - any engine failure here happened before the agent
+                # A scored sample is not retried by eval-retry or eval_set: retry a start here.
+                if attempt + 1 < START_ATTEMPTS:
+                    await asyncio.sleep(1.0)
+                    continue
+                return {"default": InfraSandbox(InfraError(
+                    f"the sandbox container of task {cfg.task!r} could not be started ({START_ATTEMPTS} "
+                    f"attempts): {type(e).__name__}: {e}", kind="sandbox"))}
         sbx = cls(container, cfg, workdir)
         if cfg.storage_mb:
             sbx._watchdog = asyncio.create_task(sbx._watch_storage(cfg.storage_mb))

@@ -158,8 +158,9 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
         setup=sandbox_guard(),
         scorer=verifier(integrity),
         metadata=metadata,
-        # As under Harbor, one broken task (an image that does not build) is that task's error;
-        # the other samples still run and are scored (`inspect eval-retry` reruns the errors).
+        # As under Harbor, one broken task (an image that does not build) is that task's error,
+        # scored as an infrastructure error (rsr.sandbox.infra); the other samples still run, and
+        # errors of other kinds stay Inspect errors (`inspect eval-retry` reruns those).
         fail_on_error=False,
     )
 
