@@ -215,12 +215,16 @@ def _kinds(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{k} {n}" for k, n in counts.items())
 
 
+def _runs(n: int) -> str:
+    return f"{n} run" + ("" if n == 1 else "s")
+
+
 def headline(m: SuiteMetrics) -> str:
     """The two numbers every report prints: the headline pass rate over every run (errors and
     infrastructure errors are failures) and, labelled, the rate over runs without an
     infrastructure error; with the counts behind them."""
     total = m.n_tasks * m.n_runs
-    parts = [f"passed {100 * m.mean:.1f}% of {total} runs"]
+    parts = [f"passed {100 * m.mean:.1f}% of {_runs(total)}"]
     if m.n_infra:
         parts.append(f"infra errors {m.n_infra} ({_kinds(m.infra_by_kind)})")
     if m.n_errors:
@@ -229,5 +233,5 @@ def headline(m: SuiteMetrics) -> str:
         parts.append(f"missing {m.n_missing}")
     kept = total - m.n_infra
     excl = "n/a" if m.mean_excl_infra is None else f"{100 * m.mean_excl_infra:.1f}%"
-    parts.append(f"excluding infra errors: passed {excl} of {kept} runs")
+    parts.append(f"excluding infra errors: passed {excl} of {_runs(kept)}")
     return "; ".join(parts)

@@ -310,7 +310,9 @@ def _task_breakdown(table: Table5, out_dir: Path) -> list[str]:
                 if o is None:
                     cells.append("missing")
                 else:
-                    mark = f"{o.c}/{o.n}" + (f" ({o.errors} err)" if o.errors else "")
+                    infra = sum(1 for k in o.infra if k is not None)
+                    mark = (f"{o.c}/{o.n}" + (f" ({o.errors} err)" if o.errors else "")
+                            + (f" ({infra} infra)" if infra else ""))
                     cells.append(f"[{mark}]({_rel(r.runs[bench].path, out_dir)})")
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")

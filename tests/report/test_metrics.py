@@ -100,3 +100,18 @@ def test_suite_metrics_rejects_tasks_with_differing_run_counts() -> None:
             TaskOutcome(task="a", passed=[True], process=[1.0]),
             TaskOutcome(task="b", passed=[True, False], process=[1.0, 0.0]),
         ])
+
+
+def test_suite_metrics_does_count_infra_runs_as_failures_and_leave_them_out_only_of_the_labelled_rate() -> None:
+    a = TaskOutcome.from_runs("a", {1: (True, 1.0, False, None, None), 2: (False, 0.0, False, "build", None),
+                                    3: (True, 1.0, False, None, None)}, epochs=3)
+    b = TaskOutcome.from_runs("b", {1: (False, 0.0, True, None, "RuntimeError"), 2: (True, 1.0, False, None, None)},
+                              epochs=3)
+    m = suite_metrics([a, b], k=3)
+    assert m.mean == pytest.approx(3 / 6)
+    assert (m.n_infra, m.infra_by_kind, m.n_errors, m.errors_by_kind, m.n_missing) == (
+        1, {"build": 1}, 1, {"RuntimeError": 1}, 1)
+    # The errored and the missing run stay failures; only the infra run leaves the denominator.
+    assert m.mean_excl_infra == pytest.approx(3 / 5)
+    every = suite_metrics([TaskOutcome.from_runs("c", {1: (False, 0.0, False, "pull", None)}, epochs=1)], k=1)
+    assert (every.mean, every.mean_excl_infra) == (0.0, None)

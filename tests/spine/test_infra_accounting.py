@@ -66,11 +66,11 @@ def test_reports_do_print_the_headline_and_the_score_excluding_infra(build_failu
     path = Path(build_failure_log.location)
     m = read_run(path).metrics()
     assert (m.mean, m.n_infra, m.infra_by_kind, m.mean_excl_infra) == (0.5, 1, {"build": 1}, 1.0)
-    both = "passed 50.0% of 2 runs; infra errors 1 (build 1); excluding infra errors: passed 100.0% of 1 runs"
+    both = "passed 50.0% of 2 runs; infra errors 1 (build 1); excluding infra errors: passed 100.0% of 1 run"
     assert any(both in line for line in summary_lines([path]))
     table = build_table5([path.parent], ["run"])
     md = render_markdown(table, tmp_path)
-    assert both in md and "broken-build epoch 1" in md
+    assert both in md and "broken-build epoch 1" in md and "0/1 (1 infra)" in md
     row = next(r for r in csv_rows(table) if r["label"] == "run" and r["status"] == "ok")
     assert (row["mean"], row["n_infra"], row["mean_excl_infra"]) == (0.5, 1, 1.0)
 
