@@ -107,3 +107,23 @@ def test_verifier_does_count_tests_that_cannot_start_as_infra_but_not_tests_that
     metrics = _metrics(logs[0])
     assert (metrics["passed/mean"], metrics["passed/rsr/infra_errors"], metrics["passed/rsr/passed_excl_infra"]) == (
         0.0, 1, 0.0)
+
+
+def test_leaderboard_does_show_the_score_excluding_infra_beside_the_headline(build_failure_log: Any,
+                                                                             tmp_path: Path) -> None:
+    from rsr.report.leaderboard import LeaderboardEntry, LogRef, SuiteResult
+    from rsr.report.logs import read_run
+    from rsr.report.site import build_site, readme_table
+
+    path = Path(build_failure_log.location)
+    run = read_run(path)
+    m = run.metrics()
+    log = LogRef(file=path.name, sha256="0" * 64, eval_id=run.eval_id, run_id=run.run_id, created=run.created,
+                 task=run.task, model=run.model, solver=run.solver)
+    entry = LeaderboardEntry(id="oracle", model_name="oracle", harness="rsr/oracle", model=run.model,
+                             submitted="2026-12-02", versions={},
+                             suites={"harbor": SuiteResult(benchmark="harbor", suite_digest="-", metrics=m,
+                                                           ci95=1.96 * m.stderr, log=log)})
+    assert "50.0% ± 98.0 (excl. 1 infra: 100.0%)" in readme_table([entry])
+    page = build_site([entry], tmp_path / "site", title="board").read_text()
+    assert "50.0% ± 98.0" in page and "excl. 1 infra: 100.0%" in page
