@@ -31,7 +31,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from rsr.sandbox.infra import InfraError
+from rsr.sandbox.infra import InfraError, infra_error_of
 from rsr.tasks.load import TESTS_MOUNT, VERIFIER_LOG_DIR, LoadedTask
 from rsr.tasks.models import expand_env
 from rsr.verify.reward import RewardError, read_reward
@@ -197,6 +197,10 @@ async def verify(task: LoadedTask, sbx: SandboxLike | None = None, *, integrity:
             from inspect_ai.util import sandbox as current_sandbox
 
             sbx = current_sandbox()
+        failed = infra_error_of(sbx)
+        if failed is not None:  # the sandbox never started: there is nothing to verify
+            return _failed(f"infra_{failed.kind}", f"infrastructure error ({failed.kind}): {failed}", started,
+                           integrity=stopped())
         storage = getattr(getattr(sbx, "_sandbox", sbx), "storage_exceeded", None)
         if storage:
             return _failed("storage_exceeded", f"the sample was stopped: {storage}", started, integrity=stopped())
