@@ -141,8 +141,8 @@ def infra_errors() -> Metric:
 
 @metric(name="infra")
 def infra_by_kind() -> Metric:
-    """`infra_<kind>`: infrastructure errors by kind (build, pull, sandbox, verifier), for the
-    kinds seen."""
+    """Infrastructure errors by kind (build, pull, sandbox, verifier), for the kinds seen: in
+    the log, `rsr/infra_<kind>`."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         kinds = Counter(str((infra_of(s.score) or {}).get("kind") or "unknown")
