@@ -350,7 +350,10 @@ def _harbor_download(spec: SuiteSpec, source: str | None, out_dir: Path) -> tupl
     except (OSError, subprocess.SubprocessError) as e:
         raise RsrError(f"`{' '.join(cmd)}` failed: {e}") from e
     if done.returncode != 0:
-        detail = (done.stdout + done.stderr).strip()[-800:]
+        text = (done.stdout + done.stderr).strip()
+        # Harbor's own "Error: ..." lines say what went wrong; its progress bars do not.
+        errors = [line.strip() for line in text.splitlines() if line.strip().startswith("Error")]
+        detail = "; ".join(errors) if errors else text[-800:]
         raise RsrError(f"could not fetch {spec.title} from {where}: `harbor download` exited "
                        f"{done.returncode}: {detail}")
     copy = out_dir / short
