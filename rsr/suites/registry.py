@@ -385,7 +385,8 @@ def fetch_suite(suite: str, *, dest: Path | None = None, git_url: str | None = N
         return _fetch_hub(spec, target, source, repin)
     url = git_url or source or spec.git_url
     if not url or not spec.git_commit:
-        raise RsrError(f"{spec.title} ({suite}) has no public source to fetch: {how_to_fetch(suite)}")
+        raise RsrError(f"{spec.title} ({suite}) has no public source to fetch"
+                       + (f": {spec.note}" if spec.note else ""))
     if not shutil.which("git"):
         raise RsrError("`rsr tasks fetch` needs git on PATH")
     try:
