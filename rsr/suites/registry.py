@@ -352,7 +352,7 @@ def _harbor_download(spec: SuiteSpec, source: str | None, out_dir: Path) -> tupl
     if done.returncode != 0:
         text = (done.stdout + done.stderr).strip()
         # Harbor's own "Error: ..." lines say what went wrong; its progress bars do not.
-        errors = [line.strip() for line in text.splitlines() if line.strip().startswith("Error")]
+        errors = [line[line.index("Error:"):].strip() for line in text.splitlines() if "Error:" in line]
         detail = "; ".join(errors) if errors else text[-800:]
         raise RsrError(f"could not fetch {spec.title} from {where}: `harbor download` exited "
                        f"{done.returncode}: {detail}")
