@@ -91,3 +91,20 @@ def serve_git(served_root: Path, timeout: float = 20.0) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def fetch_from_standin(suite: str, tasks: list[Path], dest: Path, work: Path) -> Path:
+    """Fetch a hub suite as `rsr tasks fetch SUITE --source ...` does, from a stand-in holding
+    `tasks` under the suite's dataset name and ref (built and served under work). Returns the
+    fetched copy (dest), recorded as coming from the stand-in."""
+    from rsr.suites.registry import SUITES, fetch_suite
+
+    spec = SUITES[suite]
+    if not (spec.hub and spec.hub_ref):
+        raise RsrError(f"{suite} is not a Harbor hub suite")
+    org, name = spec.hub.split("/", 1)
+    tree = build_registry_repo(work / "work", name, spec.hub_ref, tasks, description=f"stand-in for {spec.hub}")
+    publish(tree, work / "served", org, name)
+    with serve_git(work / "served") as base:
+        root, _ = fetch_suite(suite, dest=dest, source=f"{base}/{org}/{name}.git")
+    return root

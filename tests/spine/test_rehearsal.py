@@ -95,3 +95,18 @@ def test_rehearse_does_add_one_entry_to_the_test_board_and_build_its_site(
     assert list(entry["suites"]) == ["tb4"]
     page = (out / "site" / "index.html").read_text()
     assert "reference solution (rehearsal)" in page
+
+
+def test_leaderboard_check_rejects_a_log_whose_gpu_task_did_not_run_on_a_board_that_ranks_it(
+        rehearsal: tuple[Path, int, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture) -> None:
+    from rsr.cli.main import main
+
+    out, _, _ = rehearsal
+    board = tmp_path / "board"
+    board.mkdir()
+    (board / "board.yaml").write_text("reference_agents: true\nsuites:\n  tb4: {}\n")
+    monkeypatch.setenv("RSR_TASKS_HOME", str(out / "tasks"))
+    assert main(["leaderboard", "check", str(out / "logs" / "oracle"), "--board", str(board)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"missing tasks ['{GPU_TASK} (not run: needs a GPU)']" in err
