@@ -84,7 +84,7 @@ def _board_yaml(gpu_tasks: list[str], digest: str | None = None) -> str:
 
 
 def rehearse(out: Annotated[Path, typer.Option("--out", help="Folder for everything the rehearsal "
-                                                "writes (emptied first).")] = Path("rehearsal"),
+                                                "writes (an earlier rehearsal's is replaced).")] = Path("rehearsal"),
              ) -> None:
     """Rehearse the whole Table 5 journey offline: fetch a stand-in suite with Harbor's downloader,
     evaluate it (rsr/oracle, real Docker sandboxes, real verifier), report, add to a test
@@ -96,6 +96,10 @@ def rehearse(out: Annotated[Path, typer.Option("--out", help="Folder for everyth
     console = Console(soft_wrap=True, highlight=False)
     out = out.resolve()
     if out.exists():
+        # Only an earlier rehearsal's folder is emptied: --out . must not delete a checkout.
+        if not out.is_dir() or (any(out.iterdir()) and not (out / SUMMARY).is_file()):
+            raise RsrError(f"--out {out}: exists and is not an earlier rehearsal's folder (no {SUMMARY}); "
+                           "name a new or empty folder")
         shutil.rmtree(out)
     out.mkdir(parents=True)
     spec = SUITES[SUITE]

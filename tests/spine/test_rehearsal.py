@@ -110,3 +110,13 @@ def test_leaderboard_check_rejects_a_log_whose_gpu_task_did_not_run_on_a_board_t
     assert main(["leaderboard", "check", str(out / "logs" / "oracle"), "--board", str(board)]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert f"missing tasks ['{GPU_TASK} (not run: needs a GPU)']" in err
+
+
+def test_rehearse_rejects_an_out_folder_that_is_not_an_earlier_rehearsals(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture) -> None:
+    from rsr.cli.main import main
+
+    (tmp_path / "precious.txt").write_text("keep me\n")
+    assert main(["rehearse", "--out", str(tmp_path)]) == 2
+    assert "is not an earlier rehearsal's folder" in " ".join(capsys.readouterr().err.split())
+    assert (tmp_path / "precious.txt").read_text() == "keep me\n"
