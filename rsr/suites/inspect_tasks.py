@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ def sample_setup(task: LoadedTask) -> str:
     """What runs in the sandbox before the agent: Harbor's log dirs, then its healthcheck."""
     hc = task.config.environment.healthcheck
     return LOG_DIRS_SETUP if hc is None else LOG_DIRS_SETUP + healthcheck_script(hc)
+
+logger = logging.getLogger(__name__)
 
 NETWORK_POLICIES = ("task", "none")
 """`-T network=`: follow each task's own setting (Harbor's behaviour), or give no sample a network."""
@@ -151,6 +154,10 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
         raise RsrError(f"{suite}: every selected task ({len(not_run)}) {NEEDS_GPU} and this machine has none "
                        f"({gpu}); run it where `nvidia-smi -L` lists a GPU, or set {GPU_ENV}=1 if the engine "
                        "has one rsr cannot see")
+    if not_run:
+        # `inspect eval` users see this in Inspect's display; `rsr eval` says it too.
+        logger.warning("%s: %d task(s) not run: %s (%s): %s", suite, len(not_run), NEEDS_GPU, gpu,
+                       ", ".join(str(t["task"]) for t in not_run))
     metadata: dict[str, Any] = {"suite": suite, "suite_path": str(root), "network_policy": network,
                                 "integrity": integrity, "sandbox": sandbox, "evidence": evidence,
                                 # Tasks selected but not run, with why: reports count them apart

@@ -90,9 +90,10 @@ SUITES: dict[str, SuiteSpec] = {s.name: s for s in (
               hub="IntelligenceLab/Long-Horizon-Terminal-Bench", hub_ref="latest",
               note="Published as IntelligenceLab/Long-Horizon-Terminal-Bench, fetched as a Harbor "
                    "hub dataset with `harbor download`; scored by process reward. Whether it is "
-                   "on the hub under exactly that name, or only a GitHub repository (then fetch "
-                   "it with `--source IntelligenceLab/Long-Horizon-Terminal-Bench`, a Harbor "
-                   "git-repo registry), could not be checked here. The ref is `latest`: "
+                   "on the hub under exactly that name or only a GitHub repository could not be "
+                   "checked here; for the latter, `--source IntelligenceLab/Long-Horizon-Terminal-"
+                   "Bench` reads it as a Harbor git-repo registry, which works if its registry.json "
+                   "lists the dataset Long-Horizon-Terminal-Bench@latest. The ref is `latest`: "
                    + _FIRST_FETCH),
 )}
 
