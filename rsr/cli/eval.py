@@ -55,18 +55,9 @@ def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: s
         console.print(f"[yellow]skipping {suite}[/yellow] (reports show it as missing): "
                       f"{reason}", highlight=False)
 
-    def not_run(suite: str, tasks: list[dict[str, Any]]) -> None:
-        reasons: dict[str, list[str]] = {}
-        for t in tasks:
-            reasons.setdefault(str(t.get("reason")), []).append(str(t.get("task")))
-        for reason, names in reasons.items():
-            console.print(f"[yellow]{suite}: {len(names)} task(s) not run: {reason}[/yellow] "
-                          f"({', '.join(names)}; reports count them apart)", highlight=False)
-
     ok, logs = run_eval_set(spec, model=model, log_dir=log_dir, label=label, agent=agent,
                             task_args=_task_args(task_arg), model_args=_task_args(model_arg),
-                            skip_unavailable=not strict, on_skip=skipped, on_not_run=not_run,
-                            **options)
+                            skip_unavailable=not strict, on_skip=skipped, **options)
     for log in logs:
         console.print(f"  {log}")
     if missing:

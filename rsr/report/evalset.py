@@ -171,7 +171,6 @@ def run_eval_set(
     display: str | None = None,
     skip_unavailable: bool = False,
     on_skip: Callable[[str, str], None] | None = None,
-    on_not_run: Callable[[str, list[dict[str, Any]]], None] | None = None,
     solver_args: dict[str, Any] | None = None,
     limit: int | None = None,
     max_samples: int | None = None,
@@ -185,8 +184,6 @@ def run_eval_set(
 
     solver_args (`-S`) are layered over the spec's `agent_args`; limit and max_samples
     override the spec's; generate holds Inspect generate options (temperature, max_tokens...).
-    on_not_run(suite, tasks) hears of a suite's tasks that will not run here (a task that needs
-    a GPU on a machine without one); the log's task metadata lists them too.
     """
     from inspect_ai import Epochs, eval_set
     from inspect_ai.solver import SolverSpec
@@ -202,11 +199,7 @@ def run_eval_set(
         if "evidence" not in args and _takes(suite.task, "evidence"):
             args["evidence"] = True
         try:
-            created = registry_create("task", suite.task, **args)
-            tasks.append(created)
-            not_run = (created.metadata or {}).get("not_run")
-            if not_run and on_not_run is not None:
-                on_not_run(suite.benchmark, not_run)
+            tasks.append(registry_create("task", suite.task, **args))
         except UnknownOptionError:  # a typo'd -T is the user's to fix, not a missing suite
             raise
         except RsrError as e:

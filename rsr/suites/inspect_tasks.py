@@ -155,9 +155,9 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
                        f"({gpu}); run it where `nvidia-smi -L` lists a GPU, or set {GPU_ENV}=1 if the engine "
                        "has one rsr cannot see")
     if not_run:
-        # `inspect eval` users see this in Inspect's display; `rsr eval` says it too.
-        logger.warning("%s: %d task(s) not run: %s (%s): %s", suite, len(not_run), NEEDS_GPU, gpu,
-                       ", ".join(str(t["task"]) for t in not_run))
+        # Inspect shows warnings in its display, under `inspect eval` and `rsr eval` alike.
+        logger.warning("%s: %d task(s) not run: %s (%s): %s; the log lists them and reports count them "
+                       "apart", suite, len(not_run), NEEDS_GPU, gpu, ", ".join(str(t["task"]) for t in not_run))
     metadata: dict[str, Any] = {"suite": suite, "suite_path": str(root), "network_policy": network,
                                 "integrity": integrity, "sandbox": sandbox, "evidence": evidence,
                                 # Tasks selected but not run, with why: reports count them apart
