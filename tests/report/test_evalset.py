@@ -94,7 +94,8 @@ def test_rsr_eval_table5_does_skip_suites_not_on_this_machine(
     out = (captured.out + captured.err).replace("\n", " ")
     assert "skipping tb3" in out and "skipping tb4" in out
     # Each skipped public suite says how to fetch it (TB3 and TB4 are on the Harbor hub).
-    assert "`rsr tasks fetch tb4` downloads the Harbor hub dataset terminal-bench/terminal-bench@4.0.0" in out
+    assert ("`rsr tasks fetch tb4` downloads the Harbor hub dataset terminal-bench/terminal-bench@4.0.0"
+            in " ".join(out.split()))
     assert "none of its suites is available here" in out
 
     assert main([*args, "--strict"]) == 2
