@@ -48,9 +48,12 @@ def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: s
     console = Console()
     console.print(f"eval set [bold]{spec.name}[/bold] ({spec_path}): "
                   f"{', '.join(s.task for s in spec.suites)} x {spec.epochs} epochs -> {log_dir}")
+    missing: list[str] = []
+
     def skipped(suite: str, reason: str) -> None:
+        missing.append(suite)
         console.print(f"[yellow]skipping {suite}[/yellow] (reports show it as missing): "
-                      f"{reason}")
+                      f"{reason}", highlight=False)
 
     ok, logs = run_eval_set(spec, model=model, log_dir=log_dir, label=label, agent=agent,
                             task_args=_task_args(task_arg), model_args=_task_args(model_arg),
@@ -62,6 +65,13 @@ def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: s
     # Inspect's display averages scored samples only; these count every sample.
     for line in summary_lines([p for p in logs if p.is_file()]):
         console.print(f"  {line}", highlight=False)
+    if missing:
+        from rsr.suites.registry import SUITES, how_to_fetch
+
+        console.print(f"not on this machine: {', '.join(missing)}", highlight=False)
+        for suite in missing:
+            if suite in SUITES:
+                console.print(f"  {suite}: {how_to_fetch(suite)}", highlight=False)
     if not ok:
         console.print("[yellow]not every suite finished; run the same command again to "
                       "resume[/yellow]")
@@ -101,8 +111,8 @@ def table5(model: _MODEL, log_dir: _LOG_DIR, label: _LABEL = None, suites: _SUIT
                "--spec", help="Eval-set spec name or path.")] = "table5",
            strict: Annotated[bool, typer.Option(
                "--strict/--skip-unavailable",
-               help="Fail if a suite's tasks are not on this machine (default: skip it; "
-                    "TB3/TB4/TBH/SWR100 are private to the paper's authors).")] = False,
+               help="Fail if a suite's tasks are not on this machine (default: skip it and "
+                    "say how to fetch it; TBH/SWR100 are private to the paper's authors).")] = False,
            solver_arg: _SOLVER_ARG = None, limit: _LIMIT = None, max_samples: _MAX_SAMPLES = None,
            temperature: _TEMPERATURE = None, max_tokens: _MAX_TOKENS = None, top_p: _TOP_P = None,
            seed: _SEED = None, max_connections: _MAX_CONNECTIONS = None,

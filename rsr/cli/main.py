@@ -64,6 +64,10 @@ def _register() -> None:
 
     app.command("serve")(serve.serve)
 
+    from rsr.cli import rehearse  # light: its steps run as their own processes
+
+    app.command("rehearse")(rehearse.rehearse)
+
 
 def main(argv: list[str] | None = None) -> int:
     _register()

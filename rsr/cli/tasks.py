@@ -89,16 +89,32 @@ def lint(
 
 @app.command()
 def fetch(
-    suite: str = typer.Argument(..., help="A suite with a pinned public source (e.g. tb2)."),
+    suite: str = typer.Argument(..., help="A suite with a public source: tb2, tb2_1, tb3, tb4, lhtb."),
     dest: Path | None = typer.Option(None, "--dest", help="Where to put it (default: the suite cache)."),
-    git_url: str | None = typer.Option(None, "--git-url", help="Fetch the pinned commit from this mirror instead."),
+    git_url: str | None = typer.Option(None, "--git-url", help="Fetch the pinned commit from this mirror instead "
+                                       "(git suites)."),
+    source: str | None = typer.Option(None, "--source", help="Fetch from this source instead: a git mirror (tb2) "
+                                      "or, for a Harbor hub suite, a Harbor git-repo registry (`harbor download "
+                                      "--repo`) holding the dataset; default $RSR_SUITE_SOURCE_<SUITE>."),
+    repin: bool = typer.Option(False, "--repin", help="Accept a copy whose digests differ from the copy fetched "
+                               "before at the same ref (records the new digests)."),
 ) -> None:
-    """Check out a suite's pinned commit, verify its digest where one is pinned, and record it."""
-    from rsr.suites.registry import fetch_suite
+    """Fetch a suite's pinned version (git checkout, or Harbor's own `harbor download` for hub
+    datasets), verify its digest where one is pinned, and record tool, source, ref and digests."""
+    from rsr.sandbox.gpu import NEEDS_GPU
+    from rsr.suites.registry import PIN_RECORD, fetch_suite
+    from rsr.tasks.load import load_dataset
 
     with Console().status(f"fetching {suite}"):
-        root, pin = fetch_suite(suite, dest=dest, git_url=git_url)
-    Console().print(f"{suite}: {root} at commit {pin.commit}, digest {pin.digest}", highlight=False)
+        root, pin = fetch_suite(suite, dest=dest, git_url=git_url, source=source, repin=repin)
+    tasks = load_dataset(root).tasks
+    gpu = [t.name for t in tasks if (t.config.environment.gpus or 0) > 0]
+    record = next((d / PIN_RECORD for d in (root, root.parent) if (d / PIN_RECORD).is_file()), None)
+    Console().print(f"{suite}: {len(tasks)} task(s) in {root}"
+                    + (f" ({len(gpu)} {NEEDS_GPU}: {', '.join(gpu)})" if gpu else "")
+                    + f"\n  tool {pin.tool}, source {pin.source}, ref {pin.ref}\n  tasks digest {pin.digest}"
+                    + f"\n  recorded in {record}",
+                    highlight=False)
 
 
 @app.command()

@@ -620,7 +620,11 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
     log_digest = task_set_digest(log_pairs)
     if log_digest != disk_digest:
         log_digests = dict(log_pairs)
-        missing = sorted(set(tasks) - set(log_digests))
+        # A task the run could not run here (needs a GPU) is still missing from this entry.
+        skipped = {str(i.get("task")): str(i.get("reason")) for i in (spec.metadata or {}).get("not_run") or []
+                   if isinstance(i, dict)}
+        missing = [f"{n} (not run: {skipped[n]})" if n in skipped else n
+                   for n in sorted(set(tasks) - set(log_digests))]
         extra = sorted(set(log_digests) - set(tasks))
         changed = sorted(n for n in set(tasks) & set(log_digests)
                          if log_digests[n] != tasks[n].digest)

@@ -144,6 +144,20 @@ class RunLog(BaseModel):
     def metrics(self, k: int = 3) -> SuiteMetrics:
         return suite_metrics(self.outcomes(), k=k)
 
+    def not_run(self) -> list[dict[str, Any]]:
+        """Tasks the run selected but could not run here (one that needs a GPU on a machine
+        without one), as the task metadata lists them: not in the metrics, counted apart."""
+        items = self.metadata.get("not_run") or []
+        return [i for i in items if isinstance(i, dict)]
+
+    def not_run_summary(self) -> str:
+        """`4 not run: needs a GPU`, or "" when every selected task ran."""
+        counts: dict[str, int] = {}
+        for item in self.not_run():
+            reason = str(item.get("reason") or "not run")
+            counts[reason] = counts.get(reason, 0) + 1
+        return "; ".join(f"{n} not run: {reason}" for reason, n in counts.items())
+
     def viewer_link(self, sample: SampleRecord) -> str:
         """Fragment that opens the sample in `inspect view --log-dir <this log's folder>`."""
         return (

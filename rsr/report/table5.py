@@ -43,6 +43,8 @@ CSV_COLUMNS = [
     "process_stderr", "solved", "n_tasks", "n_runs", "n_errors", "n_missing", "n_infra", "infra_by_kind",
     "mean_excl_infra", "errors_by_kind", "run_means",
     "model", "log", "verification", "paper_pass_at_3", "paper_mean", "paper_process",
+    # Selected tasks that did not run here (a GPU task without a GPU): outside n_tasks.
+    "n_not_run", "not_run",
 ]
 
 # How a cell's numbers were checked (`rsr report table5 --regrade`).
@@ -250,6 +252,8 @@ def render_markdown(table: Table5, out_dir: Path) -> str:
         "mean is the pass rate over all runs ± its standard error over tasks; process is the "
         "mean process reward. Errored, missing and infrastructure-failed runs count as failures; "
         "each run's line under Runs also gives the pass rate excluding infrastructure errors. "
+        "A task a run could not run here (one that needs a GPU on a machine without one) is "
+        "outside its denominators and counted beside the cell (`of N run; K not run: needs a GPU`). "
         f"Paper columns: {table.paper.source}.",
         *(["", "Verification (`--regrade`: every log re-verified from its evidence bundles, no model "
             "or agent): ✓ every score reproduced; ✗ some score not reproduced (see Runs); ? the log "
@@ -265,7 +269,11 @@ def render_markdown(table: Table5, out_dir: Path) -> str:
             f"({row.paper_tasks})" if row.paper_tasks else "")
         cells = [_marked(_cell(r.metrics.get(row.benchmark), row.metric),
                          r.verification.get(row.benchmark, "not-regraded"))
+                 + _not_run_note(r, row.benchmark)
                  for r in table.runs]
+        skipped = {len(r.runs[row.benchmark].not_run()) for r in table.runs if row.benchmark in r.runs}
+        if tasks and skipped - {0}:
+            tasks += " (+" + "/".join(str(n) for n in sorted(skipped)) + " not run)"
         paper = [_paper_cell(table.paper.value(row.benchmark, row.metric, c), row.metric)
                  for c in table.paper.columns]
         lines.append("| " + " | ".join([row.title, tasks, *cells, *paper]) + " |")
@@ -276,6 +284,9 @@ def render_markdown(table: Table5, out_dir: Path) -> str:
         for bench, run in sorted(r.runs.items()):
             m = r.metrics.get(bench)
             detail = f"{m.n_tasks} tasks x {m.n_runs} runs; {headline(m)}" if m else "no samples"
+            if run.not_run():
+                detail += (f"; {run.not_run_summary()} ("
+                           + ", ".join(str(i.get("task")) for i in run.not_run()) + ")")
             check = r.verification.get(bench)
             lines.append(f"  - {bench}: [{run.path.name}]({_rel(run.path, out_dir)}) "
                          f"({run.model}, {run.status}; {detail})"
@@ -285,6 +296,14 @@ def render_markdown(table: Table5, out_dir: Path) -> str:
     lines += _task_breakdown(table, out_dir)
     lines += _errored(table, out_dir)
     return "\n".join(lines) + "\n"
+
+
+def _not_run_note(run: LabelledRun, bench: str) -> str:
+    """`of 70 run; 4 not run: needs a GPU` after a cell whose run left tasks out."""
+    log, m = run.runs.get(bench), run.metrics.get(bench)
+    if log is None or m is None or not log.not_run():
+        return ""
+    return f" of {m.n_tasks} run; {log.not_run_summary()}"
 
 
 def _task_breakdown(table: Table5, out_dir: Path) -> list[str]:
@@ -297,7 +316,10 @@ def _task_breakdown(table: Table5, out_dir: Path) -> list[str]:
         if not present:
             continue
         lines += [f"### {bench}", ""]
-        names = sorted({t for r in present for t in r.runs[bench].task_names()})
+        skipped = {r.label: {str(i.get("task")): str(i.get("reason")) for i in r.runs[bench].not_run()}
+                   for r in present}
+        names = sorted({t for r in present for t in r.runs[bench].task_names()}
+                       | {t for r in present for t in skipped[r.label]})
         header = ["task", *[r.label for r in table.runs]]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         outcome = {
@@ -307,7 +329,9 @@ def _task_breakdown(table: Table5, out_dir: Path) -> list[str]:
             cells = [name]
             for r in table.runs:
                 o = outcome.get(r.label, {}).get(name)
-                if o is None:
+                if o is None and name in skipped.get(r.label, {}):
+                    cells.append(f"not run: {skipped[r.label][name]}")
+                elif o is None:
                     cells.append("missing")
                 else:
                     infra = sum(1 for k in o.infra if k is not None)
@@ -387,6 +411,8 @@ def csv_rows(table: Table5) -> list[dict[str, object]]:
                     run_means=";".join(f"{x:.6g}" for x in m.run_means),
                     model=run.model, log=str(run.path),
                     verification=r.verification.get(bench, "not-regraded"),
+                    n_not_run=len(run.not_run()),
+                    not_run=";".join(f"{i.get('task')}: {i.get('reason')}" for i in run.not_run()),
                 )
             out.append(row)
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from inspect_ai.solver import Solver
 from rsr.errors import DatasetLoadError, RsrError, TaskFormatError
 from rsr.options import refuse_unknown_options
 from rsr.sandbox.compose import sandbox_network
+from rsr.sandbox.gpu import GPU_ENV, NEEDS_GPU, gpu_check
 from rsr.sandbox.healthcheck import healthcheck_script
 from rsr.sandbox.images import ImageMap, find_image_map
 from rsr.suites.registry import PinCheck, check_pin, resolve_suite_path
@@ -29,6 +31,8 @@ def sample_setup(task: LoadedTask) -> str:
     """What runs in the sandbox before the agent: Harbor's log dirs, then its healthcheck."""
     hc = task.config.environment.healthcheck
     return LOG_DIRS_SETUP if hc is None else LOG_DIRS_SETUP + healthcheck_script(hc)
+
+logger = logging.getLogger(__name__)
 
 NETWORK_POLICIES = ("task", "none")
 """`-T network=`: follow each task's own setting (Harbor's behaviour), or give no sample a network."""
@@ -145,14 +149,25 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
         raise DatasetLoadError(loaded.errors)
     if not loaded.tasks:
         raise TaskFormatError(root, None, "no tasks found" + (f" matching {tasks!r}" if tasks else ""))
+    runnable, not_run, gpu = split_gpu_tasks(loaded.tasks, check_kind(sandbox))
+    if not runnable:
+        raise RsrError(f"{suite}: every selected task ({len(not_run)}) {NEEDS_GPU} and this machine has none "
+                       f"({gpu}); run it where `nvidia-smi -L` lists a GPU, or set {GPU_ENV}=1 if the engine "
+                       "has one rsr cannot see")
+    if not_run:
+        # Inspect shows warnings in its display, under `inspect eval` and `rsr eval` alike.
+        logger.warning("%s: %d task(s) not run: %s (%s): %s; the log lists them and reports count them "
+                       "apart", suite, len(not_run), NEEDS_GPU, gpu, ", ".join(str(t["task"]) for t in not_run))
     metadata: dict[str, Any] = {"suite": suite, "suite_path": str(root), "network_policy": network,
-                                "integrity": integrity, "sandbox": sandbox, "evidence": evidence}
+                                "integrity": integrity, "sandbox": sandbox, "evidence": evidence,
+                                # Tasks selected but not run, with why: reports count them apart
+                                # (neither a 0 nor missing from the suite's size).
+                                "not_run": not_run, "gpu_check": gpu}
     if pin is not None:
-        metadata.update(pin_status=pin.status, unpinned=pin.status == "unpinned", suite_digest=pin.digest,
-                        pinned_digest=pin.expected, pinned_commit=pin.commit, pin_reason=pin.reason)
+        metadata.update(pin.metadata())
     return Task(
         dataset=MemoryDataset([task_sample(t, suite, sandbox, found, integrity, network, evidence=evidence)
-                               for t in loaded.tasks],
+                               for t in runnable],
                               name=suite, location=str(root)),
         solver=solver or _default_solver(),
         setup=sandbox_guard(),
@@ -163,6 +178,23 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
         # errors of other kinds stay Inspect errors (`inspect eval-retry` reruns those).
         fail_on_error=False,
     )
+
+
+def split_gpu_tasks(tasks: list[LoadedTask], kind: str) -> tuple[list[LoadedTask], list[dict[str, Any]], str]:
+    """The tasks that can run here, those that need a GPU this machine lacks (as the log
+    records them), and how that was decided. A cluster (k8s) schedules GPU requests itself."""
+    wanting = [t for t in tasks if (t.config.environment.gpus or 0) > 0]
+    if not wanting:
+        return list(tasks), [], "no task needs a GPU"
+    if kind == "k8s":
+        return list(tasks), [], "k8s: the cluster schedules GPU requests"
+    check = gpu_check()
+    if check.available:
+        return list(tasks), [], check.how
+    names = {t.name for t in wanting}
+    not_run = [{"task": t.name, "reason": NEEDS_GPU, "gpus": t.config.environment.gpus,
+                "task_digest": t.digest} for t in wanting]
+    return [t for t in tasks if t.name not in names], not_run, check.how
 
 
 def _suite(name: str):  # noqa: ANN202 - builds a registered @task per suite

@@ -106,14 +106,22 @@ def milestone_suite(root: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def lhtb_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """`rsr/lhtb` run on a local one-task suite (`-T path=`), 3 epochs, partial solution."""
+    """`rsr/lhtb` run on a one-task suite, 3 epochs, partial solution. The suite is fetched as a
+    user fetches LHTB (Harbor's downloader), from a loopback stand-in for the hub, so that its
+    copy is pinned (`-T path=` to a hand-made copy would need `-T unpinned=true`)."""
+    from harbor_ref import harbor_home
     from inspect_ai import eval as inspect_eval
 
     from rsr.harness.oracle import oracle
     from rsr.suites.inspect_tasks import lhtb
+    from rsr.suites.standin import fetch_from_standin
 
     root = tmp_path_factory.mktemp("lhtb")
-    suite = milestone_suite(root / "suite")
+    made = milestone_suite(root / "made")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RSR_HARBOR", str(harbor_home() / "bin" / "harbor"))
+        suite = fetch_from_standin("lhtb", sorted(p for p in made.iterdir() if p.is_dir()), root / "suite",
+                                   root / "standin")
     logs = inspect_eval(lhtb(path=str(suite)), solver=oracle(), model="mockllm/model",
                         epochs=EPOCHS, log_dir=str(root / "partial"), display="none")
     assert logs[0].status == "success", logs[0].error

@@ -20,7 +20,7 @@ def test_load_eval_set_does_accept_every_shipped_spec(path: Path) -> None:
 
 def test_table5_spec_does_cover_every_paper_suite_at_three_epochs() -> None:
     spec = load_eval_set(find_spec("table5"))
-    assert [s.benchmark for s in spec.suites] == ["tb2", "tb3", "tb4", "tbh", "swr100", "lhtb"]
+    assert [s.benchmark for s in spec.suites] == ["tb2", "tb2_1", "tb3", "tb4", "tbh", "swr100", "lhtb"]
     assert spec.epochs == 3 and "pass_at_3" in spec.reducers
     assert spec.limits.time_limit is None  # the tasks' own timeouts apply
 
@@ -93,6 +93,9 @@ def test_rsr_eval_table5_does_skip_suites_not_on_this_machine(
     captured = capsys.readouterr()
     out = (captured.out + captured.err).replace("\n", " ")
     assert "skipping tb3" in out and "skipping tb4" in out
+    # Each skipped public suite says how to fetch it (TB3 and TB4 are on the Harbor hub).
+    assert ("`rsr tasks fetch tb4` downloads the Harbor hub dataset terminal-bench/terminal-bench@4.0.0"
+            in " ".join(out.split()))
     assert "none of its suites is available here" in out
 
     assert main([*args, "--strict"]) == 2

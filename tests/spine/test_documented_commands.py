@@ -78,6 +78,7 @@ COMMANDS: dict[str, Doc] = {
     "rsr tasks lint tasks/core": Doc("run"),
     "rsr tasks lint --network none ~/tb2": Doc("run", as_run="rsr tasks lint --network none tasks/core"),
     "rsr tasks fetch tb2": Doc("static", NET + " (GitHub)"),
+    "rsr tasks fetch tb4": Doc("static", NET + " (the Harbor hub)"),
     "rsr tasks new my-task --category databases --milestones": Doc("run"),
     "rsr tasks check tasks/core/my-task": Doc("run", extra="--runs 1"),
     "rsr tasks check core --only oracle,null --runs 1": Doc("run", extra="--tasks hello-world"),
@@ -137,6 +138,8 @@ COMMANDS: dict[str, Doc] = {
     "rsr rounds status examples/rounds-smoke.yaml": Doc(
         "covered", "tests/rounds/test_rounds_smoke.py::test_rounds_status_reports_the_finished_rounds"),
     "rsr rounds examples/rounds-qwen-27b.yaml": Doc("static", GPU),
+    "rsr rehearse --out rehearsal": Doc(
+        "covered", "tests/spine/test_rehearsal.py::test_rehearse_does_run_every_step_and_record_where_its_output_is"),
     # README: evidence bundles and regrade
     "inspect eval rsr/core --solver rsr/oracle -T tasks=hello-* -T evidence=true --log-dir logs/ev": Doc(
         "run", extra=LIMIT),

@@ -126,7 +126,7 @@ def test_fetch_cli_reports_commit_and_digest(pinned_remote: tuple[str, str], cap
 def test_fetch_explains_a_suite_without_public_source() -> None:
     from rsr.suites.registry import fetch_suite
 
-    with pytest.raises(RsrError, match="no pinned public git source"):
+    with pytest.raises(RsrError, match="no public source to fetch"):
         fetch_suite("tbh")
 
 

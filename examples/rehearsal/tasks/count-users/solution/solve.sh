@@ -1,0 +1,2 @@
+#!/bin/sh
+wc -l < /etc/passwd > /root/count.txt

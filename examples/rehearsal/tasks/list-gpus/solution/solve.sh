@@ -1,0 +1,2 @@
+#!/bin/sh
+nvidia-smi -L > /root/gpus.txt
