@@ -34,6 +34,10 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
 else
   progress_note "python packages in $VENV are up to date with pyproject.toml"
 fi
+# The editable build leaves rsr.egg-info in the checkout. From the checkout's root (on sys.path)
+# that copy shadows the installed metadata, Inspect then registers rsr's tasks without their
+# `rsr/` prefix and `rsr eval run` fails with "rsr/core was not found in the registry".
+rm -rf rsr.egg-info
 
 if [ -x scripts/setup-browser.sh ]; then
   as_root bash scripts/setup-browser.sh >/dev/null
