@@ -14,6 +14,7 @@ from rsr.options import refuse_unknown_options
 from rsr.sandbox.compose import sandbox_network
 from rsr.sandbox.healthcheck import healthcheck_script
 from rsr.sandbox.images import ImageMap, find_image_map
+from rsr.sandbox.pull import DEFAULT_POLICY, IMAGE_POLICIES, split_images_option
 from rsr.suites.registry import PinCheck, check_pin, resolve_suite_path
 from rsr.suites.sandbox_choice import check_kind, sandbox_spec
 from rsr.suites.sandbox_guard import SANDBOX_TYPE_KEY, sandbox_guard
@@ -43,10 +44,10 @@ def effective_internet(task: LoadedTask, network: str = "task") -> bool:
 
 def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: ImageMap | str | None = None,
                 integrity: str = "auto", network: str = "task", bridge: bool | None = None,
-                evidence: bool = False) -> Sample:
+                evidence: bool = False, image_policy: str = DEFAULT_POLICY) -> Sample:
     cfg = task.config
     internet = effective_internet(task, network)
-    spec = sandbox_spec(task, sandbox, images, allow_internet=internet, bridge=bridge)
+    spec = sandbox_spec(task, sandbox, images, allow_internet=internet, bridge=bridge, policy=image_policy)
     return Sample(
         id=task.name,
         input=task.instruction,
@@ -83,6 +84,10 @@ def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: I
             "integrity_policy": integrity,
             # Keep the sample's evidence bundle beside the log (rsr.verify.evidence).
             "evidence": evidence,
+            # Where the image may come from (rsr.sandbox.pull); the sandbox adds IMAGE_KEY, the
+            # image it actually ran (pulled, built or found), when the sample starts.
+            "image_policy": image_policy,
+            "docker_image": cfg.environment.docker_image,
             SANDBOX_TYPE_KEY: spec.type,
         },
         sandbox=spec,
@@ -136,7 +141,11 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
     """An Inspect task with one sample per task directory below root."""
     if integrity not in INTEGRITY_MODES:
         raise RsrError(f"-T integrity={integrity!r}: expected one of {', '.join(INTEGRITY_MODES)}")
-    found = find_image_map(images) if check_kind(sandbox) == "k8s" else None  # once per suite
+    image_policy, image_map = split_images_option(images)
+    if image_map is not None and check_kind(sandbox) != "k8s":
+        raise RsrError(f"-T images={images!r}: expected one of {', '.join(IMAGE_POLICIES)} "
+                       "(an image map or registry applies to -T sandbox=k8s only)")
+    found = find_image_map(image_map) if check_kind(sandbox) == "k8s" else None  # once per suite
     root = root.expanduser().resolve()
     if network not in NETWORK_POLICIES:
         raise RsrError(f"-T network={network!r}: expected one of {', '.join(NETWORK_POLICIES)}")
@@ -146,12 +155,14 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
     if not loaded.tasks:
         raise TaskFormatError(root, None, "no tasks found" + (f" matching {tasks!r}" if tasks else ""))
     metadata: dict[str, Any] = {"suite": suite, "suite_path": str(root), "network_policy": network,
-                                "integrity": integrity, "sandbox": sandbox, "evidence": evidence}
+                                "integrity": integrity, "sandbox": sandbox, "evidence": evidence,
+                                "image_policy": image_policy}
     if pin is not None:
         metadata.update(pin_status=pin.status, unpinned=pin.status == "unpinned", suite_digest=pin.digest,
                         pinned_digest=pin.expected, pinned_commit=pin.commit, pin_reason=pin.reason)
     return Task(
-        dataset=MemoryDataset([task_sample(t, suite, sandbox, found, integrity, network, evidence=evidence)
+        dataset=MemoryDataset([task_sample(t, suite, sandbox, found, integrity, network, evidence=evidence,
+                                           image_policy=image_policy)
                                for t in loaded.tasks],
                               name=suite, location=str(root)),
         solver=solver or _default_solver(),
@@ -176,7 +187,9 @@ def _suite(name: str):  # noqa: ANN202 - builds a registered @task per suite
     factory.__name__ = name
     factory.__doc__ = (f"The {name} suite (`-T path=` for a local copy, `-T tasks=glob,...`, `-T exclude=glob,...`, "
                        "`-T network=none` to give no sample a network, `-T unpinned=true` to run a copy that "
-                       "differs from the pin, `-T sandbox=docker|compose|k8s`, `-T images=MAP` for k8s, "
+                       "differs from the pin, `-T sandbox=docker|compose|k8s`, `-T images=auto|force-build|never` "
+                       "(pull a task's prebuilt image, else build; always build from its Dockerfile; "
+                       "neither), or `-T images=MAP` for k8s, "
                        "`-T integrity=auto|strict|warn`, `-T evidence=true` to keep each sample's evidence "
                        "bundle beside the log for `rsr regrade`; any other `-T` is refused).")
     return task(name=name)(factory)

@@ -15,6 +15,9 @@ from rsr.errors import RsrError
 
 SANDBOX_TYPE_KEY = "sandbox_type"
 """Sample metadata: the provider the task's sample asked for."""
+IMAGE_KEY = "image"
+"""Sample metadata (and store): the image the sample's container runs, as rsr-docker found,
+pulled or built it (name, id, repo digest, source, policy)."""
 
 
 def _provider(env: object) -> str:
@@ -49,12 +52,28 @@ def check_provider(expected: str, actual: str) -> None:
     )
 
 
+def record_image(state: TaskState) -> None:
+    """Put the image the sandbox resolved into the sample's metadata and store (so the log
+    says which image, by id and repo digest, each sample ran)."""
+    from rsr.sandbox.pull import ResolvedImage
+
+    try:
+        env = sandbox()
+    except Exception:  # no sandbox (a task without one): nothing to record
+        return
+    image = getattr(getattr(env, "_sandbox", env), "image", None)
+    if isinstance(image, ResolvedImage):
+        state.metadata[IMAGE_KEY] = image.record()
+        state.store.set(f"rsr:{IMAGE_KEY}", image.record())
+
+
 @solver(name="sandbox_guard")
 def sandbox_guard() -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         expected = (state.metadata or {}).get(SANDBOX_TYPE_KEY)
         if expected:
             check_provider(str(expected), _provider(sandbox()))
+        record_image(state)
         return state
 
     return solve
