@@ -180,7 +180,8 @@ def pull_image(image: str, *, task: str, has_dockerfile: bool, policy: str = DEF
         progress.failed()
         raise ImagePullError(f"pulling image {image!r} for task {task!r} failed: {error}; "
                              f"{pull_fix(image, has_dockerfile)}")
-    progress.flush()
+    if time.monotonic() - progress.started >= progress.interval:  # a short pull: two lines only
+        progress.flush()
     found = resolved(image, "pulled", policy)
     progress.done(found)
     return found
