@@ -26,10 +26,12 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, EvalSample
 from taskfactory import harbor_task
 
+from rsr.cli.main import main
 from rsr.harness.oracle import oracle
 from rsr.sandbox.compose import image_tag
-from rsr.sandbox.images import task_images
+from rsr.sandbox.images import image_map_path, load_image_map, task_images
 from rsr.sandbox.infra import ImageMissingError, ImagePullError
+from rsr.sandbox.k8s_values import helm_values
 from rsr.sandbox.pull import PullProgress
 from rsr.suites.inspect_tasks import harbor
 from rsr.tasks.load import load_task
@@ -169,7 +171,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-        for image in cleanup:
+        tags = _docker("images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+        for image in cleanup + [t for t in tags if t.startswith(f"{host}/")]:
             _docker("rmi", image)
 
 
@@ -254,3 +257,24 @@ def test_pull_progress_prints_a_line_per_layer_change_at_most_every_interval() -
     assert [ln.split("] ")[1].split(" (")[0] for ln in lines] == [
         "pulling", "layer abc: Downloading 0.0/0.0 MB", "layer def: Pulling fs layer", "layer abc: Pull complete"]
 
+
+
+def test_pull_images_build_pulls_a_prebuilt_image_and_force_build_maps_the_dockerfile(
+        runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("RSR_CACHE_DIR", str(tmp_path / "cache"))
+    prebuilt = f"{runs.host}/rsr-test/pulltest:1"
+    _docker("rmi", prebuilt)  # as on a fresh machine: `rsr images` must pull it, not fail
+    push = f"{runs.host}/mirror"
+    assert main(["images", "build", str(runs.tasks), "-t", "pulled", "--push", push]) == 0
+    assert "[pull " in capsys.readouterr().err
+    record = load_image_map(image_map_path(push)).images[prebuilt]
+    assert not record.built and record.reference.startswith(f"{push}/rsr-test/pulltest@sha256:")
+    task = load_task(runs.tasks / "pulled")
+    assert helm_values(task, load_image_map(image_map_path(push))).services["default"].image == record.reference
+
+    assert main(["images", "build", str(runs.tasks), "-t", "pulled", "--push", push, "--force-build"]) == 0
+    images = load_image_map(image_map_path(push))
+    built = images.images[image_tag(task)]
+    assert built.built and built.reference.startswith(f"{push}/rsr-task/pulled@sha256:")
+    assert helm_values(task, images, force_build=True).services["default"].image == built.reference
+    assert "-T images=force-build" in capsys.readouterr().out
