@@ -152,11 +152,16 @@ class _Images:
         except ImagePullError as e:
             if config.build_context is None or config.build_image is None:
                 raise
-            note = f"{str(e).split('; build it')[0]}; building from the task's Dockerfile instead"
-            print(f"[build {config.task}] {note}", file=sys.stderr, flush=True)
-            logger.warning("%s", note)
+            note = (f"pulling image {config.image!r} failed ({e.reason}); built from the task's "
+                    f"Dockerfile as {config.build_image} instead")
+            print(f"[build {config.task}] pulling {config.image} failed ({e.reason}); building the task's "
+                  "Dockerfile instead", file=sys.stderr, flush=True)
         if not image_present(config.build_image):
-            self._build(config, config.build_image)
+            try:
+                self._build(config, config.build_image)
+            except ImageBuildError as e:
+                raise ImageBuildError(f"pulling image {config.image!r} failed, and so did building the task's "
+                                      f"Dockerfile instead: {e}") from e
         return resolved(config.build_image, "built", policy, note=note)
 
     def _build(self, config: RsrDockerConfig, tag: str) -> None:

@@ -23,9 +23,13 @@ class ImageBuildError(InfraError):
 
 class ImagePullError(ImageBuildError):
     """A task's prebuilt image could not be pulled; the message names the image, the
-    registry's error and the fix."""
+    registry's error and the fix (`reason`: the registry's error alone)."""
 
     kind = "pull"
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class ImageMissingError(ImageBuildError):

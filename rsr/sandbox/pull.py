@@ -179,7 +179,7 @@ def pull_image(image: str, *, task: str, has_dockerfile: bool, policy: str = DEF
     if error is not None:
         progress.failed()
         raise ImagePullError(f"pulling image {image!r} for task {task!r} failed: {error}; "
-                             f"{pull_fix(image, has_dockerfile)}")
+                             f"{pull_fix(image, has_dockerfile)}", reason=error)
     if time.monotonic() - progress.started >= progress.interval:  # a short pull: two lines only
         progress.flush()
     found = resolved(image, "pulled", policy)

@@ -27,6 +27,7 @@ from inspect_ai.log import EvalLog, EvalSample
 from taskfactory import harbor_task
 
 from rsr.cli.main import main
+from rsr.errors import RsrError
 from rsr.harness.oracle import oracle
 from rsr.sandbox.compose import image_tag
 from rsr.sandbox.images import image_map_path, load_image_map, task_images
@@ -153,7 +154,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         missing = harbor_task(tasks, "missing-tag", toml=TOML.format(name="missing-tag",
                                                                       image=f"{host}/rsr-test/pulltest:no-such-tag"))
         (missing / "environment" / "Dockerfile").unlink()  # nothing to fall back on
-        cleanup += [prebuilt, image_tag(load_task(tasks / "pulled"))]
+        harbor_task(tasks, "fallback", toml=TOML.format(name="fallback", image=f"{host}/rsr-test/pulltest:gone"),
+                    dockerfile=PREBUILT.format(marker="fallback"))
+        cleanup += [prebuilt, image_tag(load_task(tasks / "pulled")), image_tag(load_task(tasks / "fallback"))]
         if hub:
             digests[HUB_NAME] = _push(host, HUB_NAME, "hub", root)
             harbor_task(tasks, "hub", toml=TOML.format(name="hub", image=HUB_NAME))
@@ -202,6 +205,15 @@ def test_pull_of_a_missing_tag_is_an_infra_error_naming_the_image_and_the_fix(ru
     assert f"{runs.host}/rsr-test/pulltest:no-such-tag" in message and "missing-tag" in message
     assert "not found" in message.lower() or "unknown" in message.lower()  # the registry's answer
     assert "docker pull" in message and "docker load" in message
+
+
+def test_pull_that_fails_falls_back_to_the_dockerfile_under_auto_and_says_so(runs: Runs) -> None:
+    sample = Runs.samples(runs.auto)["fallback"]
+    assert sample.error is None and sample.scores["verifier"].value["passed"] == 1
+    image = _image(sample)
+    assert image["source"] == "built" and image["name"] == image_tag(load_task(runs.tasks / "fallback"))
+    assert f"pulling image '{runs.host}/rsr-test/pulltest:gone' failed" in image["note"]
+    assert _marker(image["id"]) == "fallback"
 
 
 def test_pull_force_build_builds_the_dockerfile_under_rsrs_tag(runs: Runs) -> None:
@@ -278,3 +290,9 @@ def test_pull_images_build_pulls_a_prebuilt_image_and_force_build_maps_the_docke
     assert built.built and built.reference.startswith(f"{push}/rsr-task/pulled@sha256:")
     assert helm_values(task, images, force_build=True).services["default"].image == built.reference
     assert "-T images=force-build" in capsys.readouterr().out
+
+
+def test_pull_policy_option_rejects_an_unknown_policy_for_the_docker_sandbox(tmp_path: Path) -> None:
+    harbor_task(tmp_path, "solo")
+    with pytest.raises(RsrError, match=r"-T images='forcebuild': expected one of auto, force-build, never"):
+        harbor(path=str(tmp_path), images="forcebuild")
