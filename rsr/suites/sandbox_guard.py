@@ -3,7 +3,8 @@
 Inspect's `--sandbox PROVIDER` overrides every sample's sandbox; a sample config it cannot
 carry over (rsr-docker's) is dropped, so the sample would run in Inspect's default image or on
 the host (`local`), and the hidden tests with it. This setup step runs in each sample's
-sandbox before the agent and stops the sample with the reason instead.
+sandbox before the agent and stops the sample with the reason instead; it also records the
+image the sample's rsr-docker container runs (`record_image`).
 """
 
 from __future__ import annotations
