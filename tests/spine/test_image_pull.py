@@ -156,7 +156,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         (missing / "environment" / "Dockerfile").unlink()  # nothing to fall back on
         harbor_task(tasks, "fallback", toml=TOML.format(name="fallback", image=f"{host}/rsr-test/pulltest:gone"),
                     dockerfile=PREBUILT.format(marker="fallback"))
-        cleanup += [prebuilt, image_tag(load_task(tasks / "pulled")), image_tag(load_task(tasks / "fallback"))]
+        # A separate verifier of a prebuilt task runs in the agent's image: under force-build, the built one.
+        separate = TOML.replace('"1.1"', '"1.4"').replace("[verifier]", '[verifier]\nenvironment_mode = "separate"')
+        harbor_task(tasks, "separate", toml=separate.format(name="separate", image=prebuilt),
+                    dockerfile=PREBUILT.format(marker="dockerfile"),
+                    test_sh='[ "$(cat /marker)" = dockerfile ] && echo 1 > /logs/verifier/reward.txt '
+                            '|| echo 0 > /logs/verifier/reward.txt\n')
+        cleanup += [prebuilt, *(image_tag(load_task(tasks / n)) for n in ("pulled", "fallback", "separate"))]
         if hub:
             digests[HUB_NAME] = _push(host, HUB_NAME, "hub", root)
             harbor_task(tasks, "hub", toml=TOML.format(name="hub", image=HUB_NAME))
@@ -169,8 +175,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
             return inspect_eval(harbor(path=str(path), images=images, **kw), solver=oracle(), model="mockllm/model",
                                 display="none", log_dir=str(root / "logs" / images))[0]
 
-        yield Runs(host=host, hub=hub, tasks=tasks, auto=run(tasks, "auto"),
-                   force=run(tasks, "force-build", tasks="pulled"), never=run(never, "never"), digests=digests)
+        yield Runs(host=host, hub=hub, tasks=tasks, auto=run(tasks, "auto", exclude="separate"),
+                   force=run(tasks, "force-build", tasks="pulled,separate"), never=run(never, "never"), digests=digests)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -224,6 +230,8 @@ def test_pull_force_build_builds_the_dockerfile_under_rsrs_tag(runs: Runs) -> No
     assert image["name"] == image_tag(load_task(runs.tasks / "pulled")) and image["name"].startswith("rsr-task/")
     assert _marker(image["id"]) == "dockerfile"
     assert (runs.force.eval.metadata or {})["image_policy"] == "force-build"
+    separate = Runs.samples(runs.force)["separate"]  # its verifier's fresh container: the same built image
+    assert separate.error is None and separate.scores["verifier"].value["passed"] == 1
 
 
 def test_pull_never_refuses_an_absent_image_naming_it_and_the_fix(runs: Runs) -> None:
