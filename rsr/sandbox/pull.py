@@ -57,7 +57,8 @@ class ResolvedImage:
     name: str
     id: str
     repo_digests: list[str]
-    source: Literal["local", "pulled", "built"]
+    source: Literal["local", "pulled", "built", "compose"]
+    """compose: Inspect's compose provider got it (pulled or built by `docker compose`)."""
     policy: str
     note: str = ""
 

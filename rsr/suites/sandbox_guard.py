@@ -13,6 +13,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
 
 from rsr.errors import RsrError
+from rsr.sandbox.pull import ResolvedImage
 
 SANDBOX_TYPE_KEY = "sandbox_type"
 """Sample metadata: the provider the task's sample asked for."""
@@ -53,19 +54,37 @@ def check_provider(expected: str, actual: str) -> None:
     )
 
 
-def record_image(state: TaskState) -> None:
-    """Put the image the sandbox resolved into the sample's metadata and store (so the log
-    says which image, by id and repo digest, each sample ran)."""
-    from rsr.sandbox.pull import ResolvedImage
-
+async def record_image(state: TaskState) -> None:
+    """Put the image the sample's container runs into its metadata and store, so the log says
+    which image (by id and repo digest) each sample ran: as rsr-docker found, pulled or built
+    it, or, under Inspect's compose provider, as the engine reports the container's image."""
     try:
         env = sandbox()
     except Exception:  # no sandbox (a task without one): nothing to record
         return
     image = getattr(getattr(env, "_sandbox", env), "image", None)
-    if isinstance(image, ResolvedImage):
+    if not isinstance(image, ResolvedImage):
+        image = await _container_image(env, str(state.metadata.get("image_policy") or ""))
+    if image is not None:
         state.metadata[IMAGE_KEY] = image.record()
         state.store.set(f"rsr:{IMAGE_KEY}", image.record())
+
+
+async def _container_image(env: object, policy: str) -> ResolvedImage | None:
+    import asyncio
+
+    from rsr.sandbox import engine
+
+    try:
+        connection = await env.connection()  # type: ignore[attr-defined]
+        if connection.type != "docker" or not connection.container:
+            return None
+        info = await asyncio.to_thread(engine.api().inspect_container, connection.container)
+        found = await asyncio.to_thread(engine.api().inspect_image, info["Image"])
+    except Exception:  # a provider without a local container (k8s): its image map records it
+        return None
+    return ResolvedImage(name=str(info["Config"]["Image"]), id=found["Id"],
+                         repo_digests=list(found.get("RepoDigests") or []), source="compose", policy=policy)
 
 
 @solver(name="sandbox_guard")
@@ -74,7 +93,7 @@ def sandbox_guard() -> Solver:
         expected = (state.metadata or {}).get(SANDBOX_TYPE_KEY)
         if expected:
             check_provider(str(expected), _provider(sandbox()))
-        record_image(state)
+        await record_image(state)
         return state
 
     return solve

@@ -156,13 +156,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         (missing / "environment" / "Dockerfile").unlink()  # nothing to fall back on
         harbor_task(tasks, "fallback", toml=TOML.format(name="fallback", image=f"{host}/rsr-test/pulltest:gone"),
                     dockerfile=PREBUILT.format(marker="fallback"))
+        # Its own compose file: Inspect's compose provider builds it; the sample still records the image.
+        harbor_task(tasks, "composed", dockerfile=PREBUILT.format(marker="composed"),
+                    extra={"environment/docker-compose.yaml": "services:\n  main:\n    environment: [X=1]\n"})
         # A separate verifier of a prebuilt task runs in the agent's image: under force-build, the built one.
         separate = TOML.replace('"1.1"', '"1.4"').replace("[verifier]", '[verifier]\nenvironment_mode = "separate"')
         harbor_task(tasks, "separate", toml=separate.format(name="separate", image=prebuilt),
                     dockerfile=PREBUILT.format(marker="dockerfile"),
                     test_sh='[ "$(cat /marker)" = dockerfile ] && echo 1 > /logs/verifier/reward.txt '
                             '|| echo 0 > /logs/verifier/reward.txt\n')
-        cleanup += [prebuilt, *(image_tag(load_task(tasks / n)) for n in ("pulled", "fallback", "separate"))]
+        cleanup += [prebuilt, *(image_tag(load_task(d)) for d in tasks.iterdir())]
         if hub:
             digests[HUB_NAME] = _push(host, HUB_NAME, "hub", root)
             harbor_task(tasks, "hub", toml=TOML.format(name="hub", image=HUB_NAME))
@@ -220,6 +223,14 @@ def test_pull_that_fails_falls_back_to_the_dockerfile_under_auto_and_says_so(run
     assert image["source"] == "built" and image["name"] == image_tag(load_task(runs.tasks / "fallback"))
     assert f"pulling image '{runs.host}/rsr-test/pulltest:gone' failed" in image["note"]
     assert _marker(image["id"]) == "fallback"
+
+
+def test_pull_compose_sample_records_the_image_its_container_ran(runs: Runs) -> None:
+    sample = Runs.samples(runs.auto)["composed"]
+    assert sample.error is None and sample.scores["verifier"].value["passed"] == 1
+    image = _image(sample)
+    assert image["source"] == "compose" and image["name"] == image_tag(load_task(runs.tasks / "composed"))
+    assert _marker(image["id"]) == "composed"
 
 
 def test_pull_force_build_builds_the_dockerfile_under_rsrs_tag(runs: Runs) -> None:
