@@ -459,15 +459,26 @@ def compose_differences(task: LoadedTask) -> list[str]:
             "(or its default)" for name in sorted(unknown)]
 
 
+def without_pulls_or_builds(doc: dict[str, Any]) -> dict[str, Any]:
+    """`-T images=never` on the compose path: no service is built (Inspect builds only services
+    with `build`) or pulled (it skips `x-local` ones; `pull_policy: never` stops `compose up`)."""
+    for svc in doc["services"].values():
+        svc.pop("build", None)
+        svc["x-local"] = True
+        svc["pull_policy"] = "never"
+    return doc
+
+
 def write_compose_file(task: LoadedTask, *, allow_internet: bool | None = None, bridge: bool | None = None,
-                       force_build: bool = False) -> str:
-    """Write the task's compose file into the cache and return its path.
+                       force_build: bool = False, never: bool = False) -> str:
+    """Write the task's compose file into the cache and return its path (`force_build`,
+    `never`: the run's image policy, rsr.sandbox.pull).
 
     The file name carries a hash of its content, so concurrent evals of different task
     versions never overwrite each other's files.
     """
-    text = yaml.safe_dump(compose_spec(task, allow_internet=allow_internet, bridge=bridge, force_build=force_build),
-                          sort_keys=False)
+    doc = compose_spec(task, allow_internet=allow_internet, bridge=bridge, force_build=force_build)
+    text = yaml.safe_dump(without_pulls_or_builds(doc) if never else doc, sort_keys=False)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     path = compose_cache_dir() / f"{_slug(task.name)}-{digest}" / "compose.yaml"
     if not path.is_file():

@@ -60,5 +60,6 @@ def sandbox_spec(task: LoadedTask, allow_internet: bool | None = None, bridge: b
     """The sandbox for one task's samples (see the module docstring)."""
     if uses_compose(task, policy):
         return SandboxEnvironmentSpec("docker", write_compose_file(task, allow_internet=allow_internet, bridge=bridge,
-                                                                   force_build=policy == "force-build"))
+                                                                   force_build=policy == "force-build",
+                                                                   never=policy == "never"))
     return SandboxEnvironmentSpec(SANDBOX_NAME, docker_config(task, allow_internet, bridge, policy))

@@ -44,7 +44,7 @@ def sandbox_spec(task: LoadedTask, kind: str = "docker", images: ImageMap | str 
         return docker_sandbox_spec(task, allow_internet=allow_internet, bridge=bridge, policy=policy)
     if chosen == "compose":
         return SandboxEnvironmentSpec("docker", write_compose_file(task, allow_internet=allow_internet, bridge=bridge,
-                                                                   force_build=force_build))
+                                                                   force_build=force_build, never=policy == "never"))
     from rsr.sandbox.k8s_values import k8s_sandbox_spec  # needs the k8s extra only when chosen
 
     found = images if isinstance(images, ImageMap) else find_image_map(images)

@@ -173,6 +173,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         never = root / "never"
         absent = harbor_task(never, "absent", toml=TOML.format(name="absent", image=f"{host}/rsr-test/absent:1"))
         (absent / "environment" / "Dockerfile").unlink()
+        harbor_task(never, "composed-never", dockerfile=PREBUILT.format(marker="never-built"),
+                    extra={"environment/docker-compose.yaml": "services:\n  main:\n    environment: [X=1]\n"})
+        cleanup.append(image_tag(load_task(never / "composed-never")))
 
         def run(path: Path, images: str, **kw: Any) -> EvalLog:
             return inspect_eval(harbor(path=str(path), images=images, **kw), solver=oracle(), model="mockllm/model",
@@ -254,6 +257,14 @@ def test_pull_never_refuses_an_absent_image_naming_it_and_the_fix(runs: Runs) ->
     assert "docker pull" in message and "docker load" in message
     ids = _docker("images", "-q", f"{runs.host}/rsr-test/absent").stdout.strip()
     assert ids == ""  # nothing was pulled
+
+
+def test_pull_never_builds_nothing_on_the_compose_path(runs: Runs) -> None:
+    sample = Runs.samples(runs.never)["composed-never"]
+    tag = image_tag(load_task(runs.tasks.parent / "never" / "composed-never"))
+    assert sample.error is not None, "the compose file's image was built despite -T images=never"
+    assert f"No such image: {tag}" in sample.error.message
+    assert _docker("image", "inspect", tag).returncode != 0
 
 
 def test_pull_resolves_a_docker_hub_name_through_the_engines_mirror(runs: Runs) -> None:
