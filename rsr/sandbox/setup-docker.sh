@@ -126,10 +126,15 @@ start_engine() {
     if engine_has_mirror; then progress_note "docker engine $v is running"; return; fi
     pid="$(rsr_dockerd_pid)"
     if [ -z "$pid" ]; then
-      progress_note "docker engine $v is running (not started by rsr: add \"registry-mirrors\": [\"$REGISTRY_MIRROR\"] to /etc/docker/daemon.json for Docker Hub names through a loopback mirror)"
+      progress_note "docker engine $v is running without the registry mirror (not started by rsr: add \"registry-mirrors\": [\"$REGISTRY_MIRROR\"] to /etc/docker/daemon.json for Docker Hub names through a loopback mirror)"
       return
     fi
-    # Its running containers stop with it (set-up runs before any eval).
+    # A restart would kill the running containers of whoever uses the engine now: only an idle
+    # engine is restarted, unless RSR_RESTART_ENGINE=1 says so.
+    if [ -n "$(docker ps -q 2>/dev/null)" ] && [ "${RSR_RESTART_ENGINE:-0}" != 1 ]; then
+      progress_note "docker engine $v is running without --registry-mirror=$REGISTRY_MIRROR; it has running containers, so it is left as it is (when it is idle, rerun this with RSR_RESTART_ENGINE=1)"
+      return
+    fi
     progress_step "stopping the docker engine (it lacks --registry-mirror=$REGISTRY_MIRROR)" stop_rsr_engine "$pid"
     progress_step "starting the docker engine" launch_engine
     progress_note "docker engine $(engine_version) restarted with the registry mirror"
