@@ -86,8 +86,9 @@ def build(
                     and not external and local_image_exists(image_tag(task)):
                 source = image_tag(task)  # the pull failed and the Dockerfile was built instead
             if images is None:
-                console.print(f"{label} {'built' if image.built or source != image.local else 'pulled'}"
-                              + (f" (as {source}: the pull failed)" if source != image.local else ""))
+                state = ("built" if image.built else f"built as {source} (the pull failed)" if source != image.local
+                         else "pulled" if local_image_exists(source) else "prebuilt, not pulled (--external)")
+                console.print(f"{label} {state}")
                 continue
             if not image.built and not local_image_exists(source):
                 if not external:
