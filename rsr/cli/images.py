@@ -25,10 +25,15 @@ def build(
                                   "this machine as they are (the cluster pulls them from their own "
                                   "registry) instead of failing."),
     force: bool = typer.Option(False, "--force", help="Push again even if the map has the image."),
+    force_build: bool = typer.Option(False, "--force-build", help="Build every task from its "
+                                     "environment/Dockerfile, even one that names a prebuilt docker_image "
+                                     "(as -T images=force-build; run k8s with -T images=force-build too)."),
 ) -> None:
-    """Build each task's images (as the docker sandbox does: host network, stable content tags);
-    with --push, push them and record `REGISTRY/...@sha256:...` for `-T sandbox=k8s`."""
+    """Get each task's images as the docker sandbox does (a prebuilt docker_image is pulled when
+    absent, else the Dockerfile is built: host network, stable content tags); with --push, push
+    them and record `REGISTRY/...@sha256:...` for `-T sandbox=k8s`."""
     from rsr.errors import DatasetLoadError, RsrError
+    from rsr.sandbox.compose import MAIN_SERVICE, image_tag
     from rsr.sandbox.images import (
         ImageMap,
         ImageRecord,
@@ -60,22 +65,32 @@ def build(
     unrunnable: list[str] = []
     for n, task in enumerate(loaded.tasks, 1):
         prefix = f"[{n}/{len(loaded.tasks)}] {task.name}"
-        wanted = task_images(task)
+        wanted = task_images(task, force_build)
         if images is not None and not force and all(images.lookup(i.local) for i in wanted):
             console.print(f"{prefix}: already pushed")
             continue
-        if any(i.built for i in wanted):
-            seconds, _mb, error = build_image(task)
+        # A prebuilt image is pulled (auto: built from the Dockerfile if the pull fails), unless
+        # --external leaves the pulling to the cluster.
+        absent = [i for i in wanted if not i.built and not local_image_exists(i.local)]
+        if any(i.built for i in wanted) or (absent and not external):
+            seconds, _mb, error = build_image(task, "force-build" if force_build else "auto")
             if error:
-                console.print(f"{prefix}: [red]build failed[/red] after {seconds:.0f}s\n{error}")
+                console.print(f"{prefix}: [red]{'pull' if 'pulling image' in error else 'build'} failed[/red] "
+                              f"after {seconds:.0f}s\n{error}")
                 failed.append(task.name)
                 continue
         for image in wanted:
             label = f"{prefix} {image.service}: {image.local}"
+            source = image.local
+            if not image.built and not local_image_exists(image.local) and image.service == MAIN_SERVICE \
+                    and not external and local_image_exists(image_tag(task)):
+                source = image_tag(task)  # the pull failed and the Dockerfile was built instead
             if images is None:
-                console.print(f"{label} {'built' if image.built else '(prebuilt, not built here)'}")
+                state = ("built" if image.built else f"built as {source} (the pull failed)" if source != image.local
+                         else "pulled" if local_image_exists(source) else "prebuilt, not pulled (--external)")
+                console.print(f"{label} {state}")
                 continue
-            if not image.built and not local_image_exists(image.local):
+            if not image.built and not local_image_exists(source):
                 if not external:
                     console.print(f"{label}: [red]prebuilt image is not on this machine[/red]; "
                                   "`docker pull` it first, or pass --external to let the cluster "
@@ -86,26 +101,27 @@ def build(
                                      reference=image.local, built=False)
             else:
                 try:
-                    reference = push_image(push or "", image.local)
+                    reference = push_image(push or "", source)
                 except RsrError as e:
                     console.print(f"{label}: [red]{e}[/red]")
                     failed.append(task.name)
                     continue
                 record = ImageRecord(task=task.name, service=image.service, local=image.local,
-                                     reference=reference, user=image_user(image.local),
-                                     built=image.built)
+                                     reference=reference, user=image_user(source),
+                                     built=image.built or source != image.local)
             images.add(record)
             images.save()  # after every image: an interrupted push keeps what it finished
             console.print(f"{label} -> {record.reference}")
         if images is not None and all(images.lookup(i.local) for i in wanted):
             try:  # the values a k8s run will use, checked against the chart now, not per sample
-                write_values_file(task, images)
+                write_values_file(task, images, force_build)
             except RsrError as e:
                 console.print(f"{prefix}: [yellow]pushed, but cannot run on k8s[/yellow]: {e}")
                 unrunnable.append(task.name)
     if images is not None and images.source_path is not None and images.images:
-        console.print(f"image map: {images.source_path} ({len(images.images)} images); run with "
-                      f"`-T sandbox=k8s -T images={images.source_path}`")
+        run_with = (f"`RSR_K8S_IMAGES={images.source_path}` and `-T sandbox=k8s -T images=force-build`"
+                    if force_build else f"`-T sandbox=k8s -T images={images.source_path}`")
+        console.print(f"image map: {images.source_path} ({len(images.images)} images); run with {run_with}")
     elif images is None:
         console.print("built only (no --push): nothing was recorded for the k8s sandbox")
     if unrunnable:

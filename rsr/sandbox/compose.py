@@ -78,6 +78,12 @@ def image_tag(task: LoadedTask, service: str = MAIN_SERVICE) -> str:
     return f"{IMAGE_PREFIX}/{_slug(task.name)}{suffix}:{digest}"
 
 
+def prebuilt_image(task: LoadedTask, policy: str = "auto") -> str | None:
+    """The task's prebuilt `docker_image` as the run uses it: None under `-T images=force-build`
+    (Harbor's --force-build: every image is built from the task's Dockerfile)."""
+    return None if policy == "force-build" else task.config.environment.docker_image
+
+
 @functools.lru_cache(maxsize=1)
 def engine_has_bridge() -> bool:
     """Whether the Docker engine offers its default bridge network (this project's engines run
@@ -98,15 +104,16 @@ def sandbox_network(allow_internet: bool, bridge: bool | None = None) -> str:
 
 # ---- variables ------------------------------------------------------------------------------
 
-def compose_variables(task: LoadedTask) -> dict[str, str]:
+def compose_variables(task: LoadedTask, force_build: bool = False) -> dict[str, str]:
     """The values of the variables a task's compose file may use, under rsr."""
     env = task.config.environment
     tag = image_tag(task)
+    prebuilt = None if force_build else env.docker_image
     values = {
         # Harbor 0.26
         "CONTEXT_DIR": str(task.build_context()),
         "MAIN_IMAGE_NAME": tag,
-        "PREBUILT_IMAGE_NAME": env.docker_image or tag,
+        "PREBUILT_IMAGE_NAME": prebuilt or tag,
         "CPUS": f"{env.cpus:g}",
         "MEMORY": f"{env.memory_mb}M",
         "HOST_VERIFIER_LOGS_PATH": LOG_VOLUMES["verifier"],
@@ -202,11 +209,11 @@ def _has_gpu_request(svc: dict[str, Any]) -> bool:
     return bool(svc.get("gpus")) or any("gpu" in (d.get("capabilities") or []) for d in devices if isinstance(d, dict))
 
 
-def _base_main(task: LoadedTask) -> dict[str, Any]:
-    env = task.config.environment
+def _base_main(task: LoadedTask, force_build: bool) -> dict[str, Any]:
+    prebuilt = prebuilt_image(task, "force-build" if force_build else "auto")
     svc: dict[str, Any] = {"command": KEEPALIVE}
-    if env.docker_image:
-        svc["image"] = env.docker_image
+    if prebuilt:
+        svc["image"] = prebuilt
     else:
         svc["image"] = image_tag(task)
         svc["build"] = {"context": str(task.build_context())}
@@ -233,30 +240,33 @@ def _merge(base: Any, over: Any) -> Any:
 
 
 def compose_spec(task: LoadedTask, *, allow_internet: bool | None = None, bridge: bool | None = None,
-                 unknown: set[str] | None = None) -> dict[str, Any]:
+                 unknown: set[str] | None = None, force_build: bool = False) -> dict[str, Any]:
     """The compose document for one task (a dict ready for YAML).
 
     `allow_internet` is the run's effective policy (default: the task's); `bridge` whether the
-    engine can give a sandbox a network (default: ask the engine when it matters).
+    engine can give a sandbox a network (default: ask the engine when it matters);
+    `force_build`: build the main image from the task's Dockerfile even if it names a prebuilt one.
     """
     internet = task.config.environment.allow_internet if allow_internet is None else allow_internet
     networked = sandbox_network(internet, bridge) == "bridge"
     unknown = set() if unknown is None else unknown
     user_file = task.user_compose_file()
     if user_file is None:
-        return _single_service(task, networked)
-    return _from_user_compose(task, user_file, networked, unknown)
+        return _single_service(task, networked, force_build)
+    return _from_user_compose(task, user_file, networked, unknown, force_build)
 
 
-def _single_service(task: LoadedTask, networked: bool) -> dict[str, Any]:
+def _single_service(task: LoadedTask, networked: bool, force_build: bool) -> dict[str, Any]:
     env = task.config.environment
     service: dict[str, Any] = {"command": KEEPALIVE, **STOP, "x-default": True, **_resources(task)}
-    if env.docker_image:
-        service["image"] = env.docker_image
+    prebuilt = prebuilt_image(task, "force-build" if force_build else "auto")
+    if prebuilt:
+        service["image"] = prebuilt
     else:
         dockerfile = task.build_context() / "Dockerfile"
         if not dockerfile.is_file():
-            raise TaskFormatError(dockerfile, None, "missing Dockerfile")
+            raise TaskFormatError(dockerfile, None, "missing Dockerfile" + (
+                " (-T images=force-build builds from it, not from docker_image)" if env.docker_image else ""))
         service["image"] = image_tag(task)
         service["build"] = {"context": str(task.build_context()), "dockerfile": "Dockerfile", "network": "host"}
         service["x-local"] = True
@@ -293,16 +303,17 @@ def _main_name(task: LoadedTask, services: dict[str, Any]) -> str:
     return HARBOR_MAIN
 
 
-def _from_user_compose(task: LoadedTask, path: Path, networked: bool, unknown: set[str]) -> dict[str, Any]:
+def _from_user_compose(task: LoadedTask, path: Path, networked: bool, unknown: set[str],
+                       force_build: bool) -> dict[str, Any]:
     doc = _read_user_compose(path)
-    variables = compose_variables(task)
+    variables = compose_variables(task, force_build)
     doc = _interpolate_tree(doc, variables, unknown)
     services: dict[str, Any] = doc["services"]
     main = _main_name(task, services)
     # Harbor layers the task's file over its own main service: a file that only adds sidecars
     # still gets a main container built from environment/Dockerfile.
     if task.format == "harbor" or main not in services:
-        services = {main: _merge(_base_main(task), services.get(main, {})),
+        services = {main: _merge(_base_main(task, force_build), services.get(main, {})),
                     **{k: v for k, v in services.items() if k != main}}
     names = {n: (MAIN_SERVICE if n == main else n) for n in services}
     out: dict[str, Any] = {}
@@ -448,13 +459,26 @@ def compose_differences(task: LoadedTask) -> list[str]:
             "(or its default)" for name in sorted(unknown)]
 
 
-def write_compose_file(task: LoadedTask, *, allow_internet: bool | None = None, bridge: bool | None = None) -> str:
-    """Write the task's compose file into the cache and return its path.
+def without_pulls_or_builds(doc: dict[str, Any]) -> dict[str, Any]:
+    """`-T images=never` on the compose path: no service is built (Inspect builds only services
+    with `build`) or pulled (it skips `x-local` ones; `pull_policy: never` stops `compose up`)."""
+    for svc in doc["services"].values():
+        svc.pop("build", None)
+        svc["x-local"] = True
+        svc["pull_policy"] = "never"
+    return doc
+
+
+def write_compose_file(task: LoadedTask, *, allow_internet: bool | None = None, bridge: bool | None = None,
+                       force_build: bool = False, never: bool = False) -> str:
+    """Write the task's compose file into the cache and return its path (`force_build`,
+    `never`: the run's image policy, rsr.sandbox.pull).
 
     The file name carries a hash of its content, so concurrent evals of different task
     versions never overwrite each other's files.
     """
-    text = yaml.safe_dump(compose_spec(task, allow_internet=allow_internet, bridge=bridge), sort_keys=False)
+    doc = compose_spec(task, allow_internet=allow_internet, bridge=bridge, force_build=force_build)
+    text = yaml.safe_dump(without_pulls_or_builds(doc) if never else doc, sort_keys=False)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     path = compose_cache_dir() / f"{_slug(task.name)}-{digest}" / "compose.yaml"
     if not path.is_file():

@@ -26,7 +26,7 @@ import time
 from pathlib import PurePosixPath
 from typing import Any, Literal, overload
 
-from docker.errors import APIError, ImageNotFound, NotFound
+from docker.errors import APIError, NotFound
 from inspect_ai.util import (
     ExecResult,
     LimitExceededError,
@@ -38,7 +38,8 @@ from inspect_ai.util._sandbox.environment import SandboxUnavailableError, sandbo
 from pydantic import BaseModel, ConfigDict
 
 from rsr.sandbox import engine
-from rsr.sandbox.infra import InfraError, InfraSandbox
+from rsr.sandbox.infra import ImageBuildError, ImageMissingError, ImagePullError, InfraError, InfraSandbox
+from rsr.sandbox.pull import ImagePolicy, ResolvedImage, image_present, pull_image, resolved
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +58,14 @@ class RsrDockerConfig(BaseModel):
 
     task: str
     image: str
+    """What the container runs: the task's prebuilt `docker_image`, or the tag a build makes."""
     build_context: str | None = None
-    """Directory with the Dockerfile; None for a prebuilt `docker_image`."""
+    """Directory with the Dockerfile; None when there is nothing to build."""
+    build_image: str | None = None
+    """Under `auto`, for a prebuilt `image` with a Dockerfile: the tag the Dockerfile is built
+    into when the pull fails (None: `image` itself is what a build makes)."""
+    image_policy: ImagePolicy = "auto"
+    """rsr.sandbox.pull: where the image may come from (auto, force-build, never)."""
     dockerfile: str = "Dockerfile"
     build_timeout_sec: float = 600.0
     cpus: float = 1.0
@@ -97,45 +104,74 @@ def pids_limit(requested: int | None) -> int:
     return min(requested or DEFAULT_PIDS_LIMIT, budget)
 
 
-class ImageBuildError(InfraError):
-    """A task's image could not be built or found; the message carries the engine's output."""
-
-    kind = "build"
-
-
 class _Images:
-    """Builds each tag once per process; failures are remembered so every sample of a broken
-    task reports the same error while the other tasks run."""
+    """Finds, pulls or builds each image once per process (rsr.sandbox.pull has the policy);
+    failures are remembered so every sample of a broken task reports the same error while the
+    other tasks run."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.errors: dict[str, str] = {}
-        self.building: dict[str, threading.Lock] = {}
+        self.errors: dict[str, ImageBuildError] = {}
+        self.found: dict[str, ResolvedImage] = {}
+        self.busy: dict[str, threading.Lock] = {}
 
-    def ensure(self, config: RsrDockerConfig) -> None:
+    def ensure(self, config: RsrDockerConfig) -> ResolvedImage:
+        policy = "never" if sandbox_prebuilt() else config.image_policy
+        key = f"{config.image}|{policy}|{config.build_context}|{config.build_image}"
         with self.lock:
-            tag_lock = self.building.setdefault(config.image, threading.Lock())
-        with tag_lock:
-            if config.image in self.errors:
-                raise ImageBuildError(self.errors[config.image])
+            key_lock = self.busy.setdefault(key, threading.Lock())
+        with key_lock:
+            if key in self.errors:  # a fresh exception per sample: one traceback each
+                failed = self.errors[key]
+                raise type(failed)(str(failed))
+            known = self.found.get(key)
+            if known is not None and image_present(known.name):
+                return known
             try:
-                engine.api().inspect_image(config.image)
-                return
-            except ImageNotFound:
-                pass
-            if config.build_context is None or sandbox_prebuilt():
-                message = (f"image {config.image!r} for task {config.task!r} is not on this engine"
-                           + (" (--sandbox-prebuilt: nothing is built)" if config.build_context else ""))
-                self.errors[config.image] = message
-                raise ImageBuildError(message)
-            self._build(config)
+                found = self._resolve(config, policy)
+            except ImageBuildError as e:
+                self.errors[key] = e
+                raise
+            self.found[key] = found
+            return found
 
-    def _build(self, config: RsrDockerConfig) -> None:
+    def _resolve(self, config: RsrDockerConfig, policy: str) -> ResolvedImage:
+        if image_present(config.image):
+            return resolved(config.image, "local", policy)
+        prebuilt = config.build_context is None or config.build_image is not None
+        if policy == "never":
+            why = "--sandbox-prebuilt" if sandbox_prebuilt() else "-T images=never"
+            fix = (f"drop {why} to let rsr pull it, or `docker pull {config.image}` / `docker load -i FILE` it first"
+                   if prebuilt else f"drop {why} to let rsr build it from the task's Dockerfile")
+            raise ImageMissingError(f"image {config.image!r} for task {config.task!r} is not on this engine, "
+                                    f"and {why} allows no pull or build; {fix}")
+        if not prebuilt:
+            self._build(config, config.image)
+            return resolved(config.image, "built", policy)
+        try:
+            return pull_image(config.image, task=config.task, has_dockerfile=config.build_context is not None,
+                              policy=policy)
+        except ImagePullError as e:
+            if config.build_context is None or config.build_image is None:
+                raise
+            note = (f"pulling image {config.image!r} failed ({e.reason}); built from the task's "
+                    f"Dockerfile as {config.build_image} instead")
+            print(f"[build {config.task}] pulling {config.image} failed ({e.reason}); building the task's "
+                  "Dockerfile instead", file=sys.stderr, flush=True)
+        if not image_present(config.build_image):
+            try:
+                self._build(config, config.build_image)
+            except ImageBuildError as e:
+                raise ImageBuildError(f"pulling image {config.image!r} failed, and so did building the task's "
+                                      f"Dockerfile instead: {e}") from e
+        return resolved(config.build_image, "built", policy, note=note)
+
+    def _build(self, config: RsrDockerConfig, tag: str) -> None:
         progress = BuildProgress(config.task)
         try:
             # Builds use the host network: the package mirror is reachable only from there.
             for chunk in engine.api().build(path=config.build_context, dockerfile=config.dockerfile,
-                                            tag=config.image, network_mode="host", rm=True,
+                                            tag=tag, network_mode="host", rm=True,
                                             forcerm=True, decode=True,
                                             timeout=int(config.build_timeout_sec),
                                             labels={engine.LABEL_TASK: config.task}):
@@ -144,9 +180,7 @@ class _Images:
                 if "error" in chunk:
                     raise APIError(chunk["error"])
         except (APIError, OSError) as e:
-            message = progress.failure(e)
-            self.errors[config.image] = message
-            raise ImageBuildError(message) from e
+            raise ImageBuildError(progress.failure(e)) from e
         progress.done()
 
 
@@ -199,19 +233,23 @@ _STEP = re.compile(r"^Step \d+/\d+ : ")
 _images = _Images()
 
 
-def ensure_image(config: RsrDockerConfig) -> None:
-    """Build (or find) the image of `config` once per process; ImageBuildError with the output."""
-    _images.ensure(config)
+def ensure_image(config: RsrDockerConfig) -> ResolvedImage:
+    """Find, pull or build the image of `config` (once per process), as its policy allows;
+    an ImageBuildError (ImagePullError, ImageMissingError) says why not."""
+    return _images.ensure(config)
 
 
 @sandboxenv(name=SANDBOX_NAME)
 class RsrDockerSandbox(SandboxEnvironment):
     """One container per sample, driven through the Docker Engine API."""
 
-    def __init__(self, container: str, config: RsrDockerConfig, working_dir: str) -> None:
+    def __init__(self, container: str, config: RsrDockerConfig, working_dir: str,
+                 image: ResolvedImage | None = None) -> None:
         super().__init__()
         self.container = container
         self.config = config
+        self.image = image
+        """The image the container runs, as found, pulled or built (the sample records it)."""
         self.working_dir = working_dir
         self.storage_exceeded: str | None = None
         """Set by the storage watchdog: why the sample was stopped."""
@@ -245,12 +283,12 @@ class RsrDockerSandbox(SandboxEnvironment):
         # goes on with a stand-in that carries why (rsr.sandbox.infra), so it ends scored as a
         # failure and counted as an infra error instead of dropping out of the headline.
         try:
-            await asyncio.to_thread(_images.ensure, cfg)
+            image = await asyncio.to_thread(_images.ensure, cfg)
         except InfraError as e:
             return {"default": InfraSandbox(e)}
         for attempt in range(START_ATTEMPTS):
             try:
-                container, workdir = await asyncio.to_thread(_create_container, task_name, cfg)
+                container, workdir = await asyncio.to_thread(_create_container, task_name, cfg, image.name)
                 break
             except Exception as e:  # noqa: BLE001 - any engine failure here happened before the agent
                 # A scored sample is not retried by eval-retry or eval_set: retry a start here.
@@ -260,7 +298,7 @@ class RsrDockerSandbox(SandboxEnvironment):
                 return {"default": InfraSandbox(InfraError(
                     f"the sandbox container of task {cfg.task!r} could not be started ({START_ATTEMPTS} "
                     f"attempts): {type(e).__name__}: {e}", kind="sandbox"))}
-        sbx = cls(container, cfg, workdir)
+        sbx = cls(container, cfg, workdir, image)
         if cfg.storage_mb:
             sbx._watchdog = asyncio.create_task(sbx._watch_storage(cfg.storage_mb))
         return {"default": sbx}
@@ -407,10 +445,11 @@ def _config(config: Any) -> RsrDockerConfig:
     raise ValueError(f"{SANDBOX_NAME} needs an RsrDockerConfig, got {type(config).__name__}")
 
 
-def container_spec(task_name: str, cfg: RsrDockerConfig) -> dict[str, Any]:
-    """Arguments of the engine's create call (without the host config)."""
+def container_spec(task_name: str, cfg: RsrDockerConfig, image: str | None = None) -> dict[str, Any]:
+    """Arguments of the engine's create call (without the host config); `image`: the one the
+    policy resolved (default: the config's)."""
     return {
-        "image": cfg.image,
+        "image": image or cfg.image,
         "command": KEEPALIVE,
         "working_dir": cfg.workdir,
         "environment": cfg.env or None,
@@ -439,9 +478,9 @@ def host_config(cfg: RsrDockerConfig, network_mode: str | None = None) -> dict[s
     return host
 
 
-def _create_container(task_name: str, cfg: RsrDockerConfig) -> tuple[str, str]:
+def _create_container(task_name: str, cfg: RsrDockerConfig, image: str | None = None) -> tuple[str, str]:
     api = engine.api()
-    spec = container_spec(task_name, cfg)
+    spec = container_spec(task_name, cfg, image)
     created = api.create_container(**spec, host_config=api.create_host_config(**host_config(cfg)))
     container = created["Id"]
     try:

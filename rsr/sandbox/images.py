@@ -126,9 +126,10 @@ class TaskImage:
     built: bool
 
 
-def task_images(task: LoadedTask) -> list[TaskImage]:
-    """Every image the task's sandbox runs, main service first."""
-    services = compose_spec(task)["services"]
+def task_images(task: LoadedTask, force_build: bool = False) -> list[TaskImage]:
+    """Every image the task's sandbox runs, main service first: a prebuilt `docker_image` as
+    it is named (pulled, not built), unless `force_build` (then rsr's tag, built)."""
+    services = compose_spec(task, force_build=force_build)["services"]
     out = []
     for name in sorted(services, key=lambda n: (n != MAIN_SERVICE, n)):
         svc = services[name]

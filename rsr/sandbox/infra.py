@@ -8,6 +8,11 @@ setup step (`rsr.suites.sandbox_guard`) ends the sample before any agent runs; t
 `rsr/verifier` scorer turns it into a failing score with `metadata.infra = {"kind",
 "message"}`, which the headline counts as a failure and the `infra_errors` and
 `passed_excl_infra` metrics count apart.
+
+Every error carries a `kind` ("pull", "build", "image-missing", "sandbox",
+"verifier") so that the run's accounting counts infrastructure failures by kind. They live in
+the sandbox layer so that every layer above (sandboxes, verifier, suites) can raise and classify
+them.
 """
 
 from __future__ import annotations
@@ -90,3 +95,27 @@ def current_infra_error() -> InfraError | None:
     except (ProcessLookupError, ValueError):
         return None
     return infra_error_of(env)
+
+
+class ImageBuildError(InfraError):
+    """A task's image could not be built or found; the message carries the engine's output."""
+
+    kind = "build"
+
+
+class ImagePullError(ImageBuildError):
+    """A task's prebuilt image could not be pulled; the message names the image, the
+    registry's error and the fix (`reason`: the registry's error alone)."""
+
+    kind = "pull"
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class ImageMissingError(ImageBuildError):
+    """The run may neither pull nor build (`-T images=never`, `--sandbox-prebuilt`) and the
+    image is not on the engine."""
+
+    kind = "image-missing"

@@ -334,11 +334,12 @@ def _k8s_name(name: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:40] or "service"
 
 
-def helm_values(task: LoadedTask, images: ImageMap) -> HelmValues:
-    """The Helm values for one task; refuses a task whose images are not in the map."""
-    doc = compose_spec(task)
+def helm_values(task: LoadedTask, images: ImageMap, force_build: bool = False) -> HelmValues:
+    """The Helm values for one task; refuses a task whose images are not in the map.
+    `force_build`: the main image is the one built from the task's Dockerfile (as under Docker)."""
+    doc = compose_spec(task, force_build=force_build)
     refs: dict[str, str] = {}
-    for image in task_images(task):
+    for image in task_images(task, force_build):
         record = images.lookup(image.local)
         if record is None:
             raise missing_image_error(task, image, images)
@@ -369,12 +370,13 @@ def helm_values(task: LoadedTask, images: ImageMap) -> HelmValues:
     return HelmValues(services=services, allow_entities=["world"])
 
 
-def default_user(task: LoadedTask, images: ImageMap) -> str | None:
+def default_user(task: LoadedTask, images: ImageMap, force_build: bool = False) -> str | None:
     """Who runs a command that names no user: the compose file's `user`, else the image's
     USER (recorded at push), as under Docker; None for root."""
-    main = next(i for i in task_images(task) if i.service == MAIN_SERVICE)
+    main = next(i for i in task_images(task, force_build) if i.service == MAIN_SERVICE)
     record = images.lookup(main.local)
-    user = str(compose_spec(task)["services"][MAIN_SERVICE].get("user") or (record.user if record else ""))
+    user = str(compose_spec(task, force_build=force_build)["services"][MAIN_SERVICE].get("user")
+               or (record.user if record else ""))
     return user if user and user not in ("0", "root", "0:0", "root:root") else None
 
 
@@ -384,10 +386,10 @@ def k8s_cache_dir() -> Path:
     return path
 
 
-def write_values_file(task: LoadedTask, images: ImageMap) -> Path:
+def write_values_file(task: LoadedTask, images: ImageMap, force_build: bool = False) -> Path:
     """Write the task's values (validated against the chart schema) into the cache; the file
     name carries a hash of its content, like the compose files."""
-    values = helm_values(task, images).to_values()
+    values = helm_values(task, images, force_build).to_values()
     validate_values(values, f"task {task.name}")
     text = yaml.safe_dump(values, sort_keys=False)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -401,14 +403,14 @@ def write_values_file(task: LoadedTask, images: ImageMap) -> Path:
     return path
 
 
-def k8s_sandbox_spec(task: LoadedTask, images: ImageMap) -> Any:
+def k8s_sandbox_spec(task: LoadedTask, images: ImageMap, force_build: bool = False) -> Any:
     """`SandboxEnvironmentSpec("k8s", K8sSandboxEnvironmentConfig(values=...))` for one task."""
     _require_k8s_extra()
     from inspect_ai.util import SandboxEnvironmentSpec
     from k8s_sandbox import K8sSandboxEnvironmentConfig
 
-    config = K8sSandboxEnvironmentConfig(values=write_values_file(task, images),
-                                         default_user=default_user(task, images))
+    config = K8sSandboxEnvironmentConfig(values=write_values_file(task, images, force_build),
+                                         default_user=default_user(task, images, force_build))
     return SandboxEnvironmentSpec("k8s", config)
 
 

@@ -12,6 +12,10 @@ RSR_DOCKER_HOME="${RSR_DOCKER_HOME:-/var/lib/rsr-docker}"
 TRIXIE_DOCKER="26.1.5+dfsg1-9+deb13u1+b1"
 TRIXIE_COMPOSE="2.26.1-4"
 MIRROR="${RSR_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# Docker Hub names (`alexgshaw/<task>:20251031`) are resolved through this registry mirror
+# first: a loopback registry started there serves them (tests/spine/test_image_pull.py pushes
+# to it). Harmless when nothing listens: the engine then falls back to Docker Hub itself.
+REGISTRY_MIRROR="${RSR_REGISTRY_MIRROR:-http://127.0.0.1:5959}"
 
 need_root() {
   if [ "$(id -u)" != 0 ]; then
@@ -81,6 +85,7 @@ launch_engine() {
   # network_mode none and builds that need the mirror use the host network.
   PATH="$RSR_DOCKER_HOME/bin:$PATH" setsid "$RSR_DOCKER_HOME/bin/dockerd" \
     --bridge=none --iptables=false --ip-forward=false \
+    --registry-mirror="$REGISTRY_MIRROR" \
     --containerd=/run/containerd/containerd.sock \
     >"$RSR_DOCKER_HOME/dockerd.log" 2>&1 < /dev/null &
   for _ in $(seq 1 60); do
@@ -92,9 +97,49 @@ launch_engine() {
   exit 1
 }
 
+# The dockerd this script started (its binary), if one runs: only that one is ever restarted.
+rsr_dockerd_pid() {
+  local pid ours; ours="$(readlink -f "$RSR_DOCKER_HOME/bin/dockerd" 2>/dev/null || true)"
+  [ -n "$ours" ] || return 0
+  for pid in $(pgrep -x dockerd || true); do
+    if [ "$(readlink -f "/proc/$pid/exe" 2>/dev/null)" = "$ours" ]; then echo "$pid"; return 0; fi
+  done
+}
+
+engine_has_mirror() {
+  docker info --format '{{json .RegistryConfig.Mirrors}}' 2>/dev/null | grep -qF "${REGISTRY_MIRROR#*://}"
+}
+
+stop_rsr_engine() {
+  local pid="$1"
+  kill "$pid"
+  for _ in $(seq 1 60); do
+    if ! kill -0 "$pid" 2>/dev/null; then return; fi
+    sleep 1
+  done
+  echo "dockerd ($pid) did not stop within 60 s"; exit 1
+}
+
 start_engine() {
-  local v missing; v="$(engine_version)"
-  if [ -n "$v" ] && version_ge "$v" 24.0.6; then progress_note "docker engine $v is running"; return; fi
+  local v missing pid; v="$(engine_version)"
+  if [ -n "$v" ] && version_ge "$v" 24.0.6; then
+    if engine_has_mirror; then progress_note "docker engine $v is running"; return; fi
+    pid="$(rsr_dockerd_pid)"
+    if [ -z "$pid" ]; then
+      progress_note "docker engine $v is running without the registry mirror (not started by rsr: add \"registry-mirrors\": [\"$REGISTRY_MIRROR\"] to /etc/docker/daemon.json for Docker Hub names through a loopback mirror)"
+      return
+    fi
+    # A restart would kill the running containers of whoever uses the engine now: only an idle
+    # engine is restarted, unless RSR_RESTART_ENGINE=1 says so.
+    if [ -n "$(docker ps -q 2>/dev/null)" ] && [ "${RSR_RESTART_ENGINE:-0}" != 1 ]; then
+      progress_note "docker engine $v is running without --registry-mirror=$REGISTRY_MIRROR; it has running containers, so it is left as it is (when it is idle, rerun this with RSR_RESTART_ENGINE=1)"
+      return
+    fi
+    progress_step "stopping the docker engine (it lacks --registry-mirror=$REGISTRY_MIRROR)" stop_rsr_engine "$pid"
+    progress_step "starting the docker engine" launch_engine
+    progress_note "docker engine $(engine_version) restarted with the registry mirror"
+    return
+  fi
   if [ -n "$v" ]; then progress_note "docker engine $v is older than 24.0.6; starting our own"; fi
   missing="$(missing_host_packages)"
   if [ -n "$missing" ]; then

@@ -173,24 +173,25 @@ def _samples_by_task(log: EvalLog) -> dict[str, list[Any]]:
     return out
 
 
-def build_image(task: LoadedTask) -> tuple[float, float | None, str | None]:
-    """Build the task's image the way its eval will (rsr-docker's builder, or the compose file of
-    a task with its own services); (seconds, MB, error: the failing step's last lines)."""
+def build_image(task: LoadedTask, policy: str = "auto") -> tuple[float, float | None, str | None]:
+    """Get the task's image the way its eval will (rsr-docker's puller and builder under the
+    image policy, or the compose file of a task with its own services); (seconds, MB, error:
+    the failing step's last lines, or the pull's error)."""
     from rsr.sandbox.compose import compose_spec, write_compose_file
     from rsr.sandbox.docker_api import ImageBuildError, ensure_image
     from rsr.sandbox.spec import docker_config, uses_compose
 
     started = time.monotonic()
-    if not uses_compose(task) and not task.config.environment.docker_image:
-        cfg = docker_config(task)
-        image = cfg.image
+    force_build = policy == "force-build"
+    if not uses_compose(task, policy):
+        cfg = docker_config(task, policy=policy)
         try:
-            ensure_image(cfg)
+            image = ensure_image(cfg).name
         except ImageBuildError as e:
             return time.monotonic() - started, None, str(e)
     else:
-        compose = write_compose_file(task)
-        image = compose_spec(task)["services"]["default"].get("image")
+        compose = write_compose_file(task, force_build=force_build)
+        image = compose_spec(task, force_build=force_build)["services"]["default"].get("image")
         proc = subprocess.run(["docker", "compose", "-f", compose, "build", "--progress", "plain"],
                               capture_output=True, text=True,
                               timeout=max(60, int(task.config.environment.build_timeout_sec)))

@@ -16,6 +16,7 @@ from rsr.sandbox.compose import sandbox_network
 from rsr.sandbox.gpu import GPU_ENV, NEEDS_GPU, gpu_check
 from rsr.sandbox.healthcheck import healthcheck_script
 from rsr.sandbox.images import ImageMap, find_image_map
+from rsr.sandbox.pull import DEFAULT_POLICY, IMAGE_POLICIES, split_images_option
 from rsr.suites.registry import PinCheck, check_pin, resolve_suite_path
 from rsr.suites.sandbox_choice import check_kind, sandbox_spec
 from rsr.suites.sandbox_guard import SANDBOX_TYPE_KEY, sandbox_guard
@@ -47,10 +48,10 @@ def effective_internet(task: LoadedTask, network: str = "task") -> bool:
 
 def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: ImageMap | str | None = None,
                 integrity: str = "auto", network: str = "task", bridge: bool | None = None,
-                evidence: bool = False) -> Sample:
+                evidence: bool = False, image_policy: str = DEFAULT_POLICY) -> Sample:
     cfg = task.config
     internet = effective_internet(task, network)
-    spec = sandbox_spec(task, sandbox, images, allow_internet=internet, bridge=bridge)
+    spec = sandbox_spec(task, sandbox, images, allow_internet=internet, bridge=bridge, policy=image_policy)
     return Sample(
         id=task.name,
         input=task.instruction,
@@ -87,6 +88,10 @@ def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: I
             "integrity_policy": integrity,
             # Keep the sample's evidence bundle beside the log (rsr.verify.evidence).
             "evidence": evidence,
+            # Where the image may come from (rsr.sandbox.pull); the sandbox adds IMAGE_KEY, the
+            # image it actually ran (pulled, built or found), when the sample starts.
+            "image_policy": image_policy,
+            "docker_image": cfg.environment.docker_image,
             SANDBOX_TYPE_KEY: spec.type,
         },
         sandbox=spec,
@@ -140,7 +145,11 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
     """An Inspect task with one sample per task directory below root."""
     if integrity not in INTEGRITY_MODES:
         raise RsrError(f"-T integrity={integrity!r}: expected one of {', '.join(INTEGRITY_MODES)}")
-    found = find_image_map(images) if check_kind(sandbox) == "k8s" else None  # once per suite
+    image_policy, image_map = split_images_option(images)
+    if image_map is not None and check_kind(sandbox) != "k8s":
+        raise RsrError(f"-T images={images!r}: expected one of {', '.join(IMAGE_POLICIES)} "
+                       "(an image map or registry applies to -T sandbox=k8s only)")
+    found = find_image_map(image_map) if check_kind(sandbox) == "k8s" else None  # once per suite
     root = root.expanduser().resolve()
     if network not in NETWORK_POLICIES:
         raise RsrError(f"-T network={network!r}: expected one of {', '.join(NETWORK_POLICIES)}")
@@ -162,11 +171,12 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
                                 "integrity": integrity, "sandbox": sandbox, "evidence": evidence,
                                 # Tasks selected but not run, with why: reports count them apart
                                 # (neither a 0 nor missing from the suite's size).
-                                "not_run": not_run, "gpu_check": gpu}
+                                "not_run": not_run, "gpu_check": gpu, "image_policy": image_policy}
     if pin is not None:
         metadata.update(pin.metadata())
     return Task(
-        dataset=MemoryDataset([task_sample(t, suite, sandbox, found, integrity, network, evidence=evidence)
+        dataset=MemoryDataset([task_sample(t, suite, sandbox, found, integrity, network, evidence=evidence,
+                                           image_policy=image_policy)
                                for t in runnable],
                               name=suite, location=str(root)),
         solver=solver or _default_solver(),
@@ -209,7 +219,9 @@ def _suite(name: str):  # noqa: ANN202 - builds a registered @task per suite
     factory.__name__ = name
     factory.__doc__ = (f"The {name} suite (`-T path=` for a local copy, `-T tasks=glob,...`, `-T exclude=glob,...`, "
                        "`-T network=none` to give no sample a network, `-T unpinned=true` to run a copy that "
-                       "differs from the pin, `-T sandbox=docker|compose|k8s`, `-T images=MAP` for k8s, "
+                       "differs from the pin, `-T sandbox=docker|compose|k8s`, `-T images=auto|force-build|never` "
+                       "(pull a task's prebuilt image, else build; always build from its Dockerfile; "
+                       "neither), or `-T images=MAP` for k8s, "
                        "`-T integrity=auto|strict|warn`, `-T evidence=true` to keep each sample's evidence "
                        "bundle beside the log for `rsr regrade`; any other `-T` is refused).")
     return task(name=name)(factory)

@@ -3,7 +3,8 @@
 Inspect's `--sandbox PROVIDER` overrides every sample's sandbox; a sample config it cannot
 carry over (rsr-docker's) is dropped, so the sample would run in Inspect's default image or on
 the host (`local`), and the hidden tests with it. This setup step runs in each sample's
-sandbox before the agent and stops the sample with the reason instead.
+sandbox before the agent and stops the sample with the reason instead; it also records the
+image the sample's rsr-docker container runs (`record_image`).
 
 It is also where a sample whose sandbox could not start (rsr.sandbox.infra) ends: it marks the
 sample completed, so no solver after it runs (whichever `--solver` the run uses), and the
@@ -17,9 +18,13 @@ from inspect_ai.util import sandbox
 
 from rsr.errors import RsrError
 from rsr.sandbox.infra import infra_error_of
+from rsr.sandbox.pull import ResolvedImage
 
 SANDBOX_TYPE_KEY = "sandbox_type"
 """Sample metadata: the provider the task's sample asked for."""
+IMAGE_KEY = "image"
+"""Sample metadata (and store): the image the sample's container runs, as rsr-docker found,
+pulled or built it (name, id, repo digest, source, policy)."""
 
 
 def _provider(env: object) -> str:
@@ -54,6 +59,39 @@ def check_provider(expected: str, actual: str) -> None:
     )
 
 
+async def record_image(state: TaskState) -> None:
+    """Put the image the sample's container runs into its metadata and store, so the log says
+    which image (by id and repo digest) each sample ran: as rsr-docker found, pulled or built
+    it, or, under Inspect's compose provider, as the engine reports the container's image."""
+    try:
+        env = sandbox()
+    except Exception:  # no sandbox (a task without one): nothing to record
+        return
+    image = getattr(getattr(env, "_sandbox", env), "image", None)
+    if not isinstance(image, ResolvedImage):
+        image = await _container_image(env, str(state.metadata.get("image_policy") or ""))
+    if image is not None:
+        state.metadata[IMAGE_KEY] = image.record()
+        state.store.set(f"rsr:{IMAGE_KEY}", image.record())
+
+
+async def _container_image(env: object, policy: str) -> ResolvedImage | None:
+    import asyncio
+
+    from rsr.sandbox import engine
+
+    try:
+        connection = await env.connection()  # type: ignore[attr-defined]
+        if connection.type != "docker" or not connection.container:
+            return None
+        info = await asyncio.to_thread(engine.api().inspect_container, connection.container)
+        found = await asyncio.to_thread(engine.api().inspect_image, info["Image"])
+    except Exception:  # a provider without a local container (k8s): its image map records it
+        return None
+    return ResolvedImage(name=str(info["Config"]["Image"]), id=found["Id"],
+                         repo_digests=list(found.get("RepoDigests") or []), source="compose", policy=policy)
+
+
 @solver(name="sandbox_guard")
 def sandbox_guard() -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -68,6 +106,7 @@ def sandbox_guard() -> Solver:
         expected = (state.metadata or {}).get(SANDBOX_TYPE_KEY)
         if expected:
             check_provider(str(expected), _provider(sandbox()))
+        await record_image(state)
         return state
 
     return solve

@@ -44,8 +44,11 @@ def verifier_image(task: LoadedTask, agent_image: str) -> tuple[RsrDockerConfig,
         env = step_env
     elif step_tests is not None and (step_tests / "Dockerfile").is_file():
         tests_dir = step_tests
-    if env.docker_image:
+    if env.docker_image and env is not cfg.environment:
         image, bundled = env.docker_image, cfg.verifier.environment is not None
+    elif env.docker_image:
+        # The task's own image: the one its agent ran (pulled, or built under -T images=force-build).
+        image = agent_image
     elif (tests_dir / "Dockerfile").is_file():
         slug = re.sub(r"[^a-z0-9_.-]+", "-", task.name.lower()).strip("-.") or "task"
         image = f"rsr-task/{slug}-verifier:{directory_digest(tests_dir).removeprefix('sha256:')[:16]}"
