@@ -19,8 +19,6 @@ import yaml
 
 from rsr.cli.main import main
 
-pytestmark = [pytest.mark.docker]
-
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -71,6 +69,7 @@ def busy_run(spec: Path, log_dir: Path) -> Iterator[subprocess.Popen[str]]:
             subprocess.run(["docker", "rm", "-f", container], capture_output=True)
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_rsr_eval_run_does_exit_nonzero_name_the_resume_command_and_leave_no_container_when_signalled(
         busy_spec: Path, tmp_path: Path, signum: signal.Signals) -> None:
@@ -88,6 +87,7 @@ def test_rsr_eval_run_does_exit_nonzero_name_the_resume_command_and_leave_no_con
     assert not (log_dir / ".rsr-run.lock").exists()
 
 
+@pytest.mark.docker
 def test_rsr_eval_run_refuses_a_log_dir_in_use_naming_the_owner_pid(
         busy_spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     log_dir = tmp_path / "logs"
@@ -101,3 +101,23 @@ def test_rsr_eval_run_refuses_a_log_dir_in_use_naming_the_owner_pid(
     assert f"{log_dir}: the log directory is in use by pid {proc.pid} on " in err
     assert "rsr eval run" in err and "pass another --log-dir" in err
     assert len(logs) == 1  # the refused run wrote nothing beside the owner's log
+
+
+def test_log_dir_lock_does_not_outlive_a_killed_owner(tmp_path: Path) -> None:
+    from rsr.report.runguard import LogDirLocked, log_dir_lock
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom rsr.report.runguard import log_dir_lock\n"
+         f"with log_dir_lock({str(tmp_path)!r}, 'holder'):\n    print('held', flush=True)\n    time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(LogDirLocked, match=rf"in use by pid {holder.pid} on .* \(`holder`\)"):
+            with log_dir_lock(tmp_path, "second"):
+                pass
+    finally:
+        holder.kill()  # SIGKILL: no clean-up runs, the lock file stays behind
+        holder.wait()
+    assert (tmp_path / ".rsr-run.lock").exists()
+    with log_dir_lock(tmp_path, "third") as lock:
+        assert '"command": "third"' in lock.read_text()
