@@ -130,10 +130,6 @@ class Interruption:
 
     signum: int | None = None
 
-    @property
-    def name(self) -> str:
-        return signal.Signals(self.signum).name if self.signum else ""
-
 
 @contextmanager
 def interruptible() -> Iterator[Interruption]:
