@@ -38,10 +38,20 @@ def run_options(solver_arg: list[str] | None, limit: int | None, max_samples: in
             "generate": {k: v for k, v in generate.items() if v is not None}}
 
 
+def invocation(ctx: typer.Context) -> str:
+    """The command line that ran this command, to run it again from any directory."""
+    import os
+    import shlex
+
+    words = shlex.join(["rsr", *((ctx.obj or {}).get("argv") or [])])
+    return f"cd {shlex.quote(os.getcwd())} && {words}"
+
+
 def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: str | None,
          agent: str | None, task_arg: list[str], model_arg: list[str], strict: bool,
-         options: dict[str, Any]) -> None:
+         options: dict[str, Any], command: str) -> None:
     from rsr.report.evalset import find_spec, load_eval_set, run_eval_set
+    from rsr.report.runguard import RunInterrupted
 
     spec_path = find_spec(spec_name)
     spec = load_eval_set(spec_path).select(suites.split(",") if suites else None)
@@ -55,9 +65,17 @@ def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: s
         console.print(f"[yellow]skipping {suite}[/yellow] (reports show it as missing): "
                       f"{reason}", highlight=False)
 
-    ok, logs = run_eval_set(spec, model=model, log_dir=log_dir, label=label, agent=agent,
-                            task_args=_task_args(task_arg), model_args=_task_args(model_arg),
-                            skip_unavailable=not strict, on_skip=skipped, **options)
+    try:
+        ok, logs = run_eval_set(spec, model=model, log_dir=log_dir, label=label, agent=agent,
+                                task_args=_task_args(task_arg), model_args=_task_args(model_arg),
+                                skip_unavailable=not strict, on_skip=skipped, command=command,
+                                display=_display(), **options)
+    except RunInterrupted as e:
+        from rich.markup import escape
+
+        # soft_wrap: the resume command must stay one line to be copied.
+        Console(stderr=True, soft_wrap=True).print(f"[red]rsr eval: {escape(str(e))}[/red]")
+        raise typer.Exit(e.exit_code) from None
     for log in logs:
         console.print(f"  {log}")
     from rsr.report.evalset import summary_lines
@@ -76,6 +94,18 @@ def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: s
         console.print("[yellow]not every suite finished; run the same command again to "
                       "resume[/yellow]")
         raise typer.Exit(1)
+
+
+def _display() -> str | None:
+    """Inspect's display, unless INSPECT_DISPLAY chooses: its default draws progress only on a
+    terminal, so a run whose output goes to a file or a pipe (a batch job, CI) would show nothing
+    until the end; there, `plain` prints a progress line as samples finish."""
+    import os
+    import sys
+
+    if os.environ.get("INSPECT_DISPLAY") or sys.stdout.isatty():
+        return None
+    return "plain"
 
 
 _MODEL = Annotated[str, typer.Option(
@@ -105,7 +135,7 @@ _SPEC_ARG = Annotated[str, typer.Argument(help="Eval-set spec: a path or a name 
 
 
 @app.command("table5")
-def table5(model: _MODEL, log_dir: _LOG_DIR, label: _LABEL = None, suites: _SUITES = None,
+def table5(ctx: typer.Context, model: _MODEL, log_dir: _LOG_DIR, label: _LABEL = None, suites: _SUITES = None,
            agent: _AGENT = None, task_arg: _TASK_ARG = None, model_arg: _MODEL_ARG = None,
            spec: Annotated[str, typer.Option(
                "--spec", help="Eval-set spec name or path.")] = "table5",
@@ -121,11 +151,11 @@ def table5(model: _MODEL, log_dir: _LOG_DIR, label: _LABEL = None, suites: _SUIT
     options = run_options(solver_arg, limit, max_samples, temperature, max_tokens, top_p, seed,
                           max_connections)
     _run(spec, model, label, log_dir, suites, agent, task_arg or [], model_arg or [], strict,
-         options)
+         options, invocation(ctx))
 
 
 @app.command("run")
-def run(spec: _SPEC_ARG, model: _MODEL, log_dir: _LOG_DIR, label: _LABEL = None,
+def run(ctx: typer.Context, spec: _SPEC_ARG, model: _MODEL, log_dir: _LOG_DIR, label: _LABEL = None,
         suites: _SUITES = None, agent: _AGENT = None, task_arg: _TASK_ARG = None,
         model_arg: _MODEL_ARG = None, solver_arg: _SOLVER_ARG = None, limit: _LIMIT = None,
         max_samples: _MAX_SAMPLES = None, temperature: _TEMPERATURE = None,
@@ -135,7 +165,7 @@ def run(spec: _SPEC_ARG, model: _MODEL, log_dir: _LOG_DIR, label: _LABEL = None,
     options = run_options(solver_arg, limit, max_samples, temperature, max_tokens, top_p, seed,
                           max_connections)
     _run(spec, model, label, log_dir, suites, agent, task_arg or [], model_arg or [], True,
-         options)
+         options, invocation(ctx))
 
 
 @app.command("show")

@@ -72,7 +72,8 @@ def add(
     logs: _LOGS,
     model_name: Annotated[str, typer.Option("--model-name", help="Display name of the model.")],
     harness: Annotated[str, typer.Option("--harness", help="The agent the logs ran, e.g. "
-                                         "terminus2 (= rsr/terminus2); must match every log.")],
+                                         "terminus2 (= rsr/terminus2), or a name as the board's "
+                                         "`harnesses:` lists it; must match every log.")],
     board: _BOARD = DEFAULT_BOARD,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite an existing entry.")
                        ] = False,
@@ -93,7 +94,8 @@ def add(
 
     runs = _validate_all(logs, board, regrade)
     cfg = load_board(board)
-    entry = build_entry(runs, model_name=model_name, harness=harness, k=cfg.config.k)
+    entry = build_entry(runs, model_name=model_name, harness=harness, k=cfg.config.k,
+                        listed=cfg.config.harnesses)
     reused = duplicate_problems(runs, load_entries(cfg.entries_dir), entry.id if replace else None, cfg.root)
     if reused:
         raise RsrError("refused: a log may back one entry only:\n" + "\n".join(f"  - {p}" for p in reused))

@@ -72,7 +72,9 @@ def _register() -> None:
 def main(argv: list[str] | None = None) -> int:
     _register()
     try:
-        result = app(args=argv, standalone_mode=False)
+        # The words as typed, for commands that print how to run them again (`rsr eval`'s resume).
+        result = app(args=argv, standalone_mode=False,
+                     obj={"argv": list(sys.argv[1:] if argv is None else argv)})
     except RsrError as e:
         from rich.markup import escape  # messages hold brackets: '.[train]', messages[2]
 

@@ -43,3 +43,23 @@ def table5(
             console.print(f"  [yellow]note:[/yellow] {note}")
     for kind, path in paths.items():
         console.print(f"wrote {kind}: {path}")
+
+
+@app.command()
+def verdict(
+    oracle: Annotated[Path, typer.Option("--oracle", help="Log folder of the rsr/oracle run.")],
+    null: Annotated[Path, typer.Option("--null", help="Log folder of the rsr/null run.")],
+) -> None:
+    """One line on a suite's health: the oracle passes every sample, the null agent none
+    (exit 1 otherwise, naming the tasks at fault)."""
+    from rsr.errors import RsrError
+    from rsr.report.verdict import suite_verdict
+
+    try:
+        found = suite_verdict(oracle, null)
+    except RsrError as e:  # a run that wrote no log: still one verdict line, saying why
+        Console(soft_wrap=True).print(f"verdict: none: {e}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    Console(soft_wrap=True).print(found.line(), markup=False, highlight=False)
+    if not found.healthy:
+        raise typer.Exit(1)

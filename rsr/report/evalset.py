@@ -8,6 +8,7 @@ directory, resumes: finished suites are skipped, unfinished samples are re-run.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rsr.bundled import bundled
 from rsr.errors import RsrError, TaskFormatError, UnknownOptionError, closest
+from rsr.report.runguard import RunInterrupted, interruptible, log_dir_lock, remove_own_containers
 from rsr.yaml_model import load_yaml_model
 
 __all__ = ["EvalLimits", "EvalSetConfig", "SuiteRun", "find_spec", "load_eval_set", "run_eval_set"]
@@ -175,8 +177,13 @@ def run_eval_set(
     limit: int | None = None,
     max_samples: int | None = None,
     generate: dict[str, Any] | None = None,
+    command: str | None = None,
 ) -> tuple[bool, list[Path]]:
     """Run (or resume) the eval set into log_dir. Returns (all suites finished, log files).
+
+    The log directory is locked for the run (LogDirLocked names the owner of a held lock;
+    `command` is what the lock file and the resume hint record). A run stopped by SIGINT or
+    SIGTERM raises RunInterrupted once its sandboxes are gone.
 
     With skip_unavailable, a suite whose tasks cannot be found on this machine (the paper's
     private TB3/TB4/TBH/SWR100) is skipped and reported through on_skip(suite, reason); it
@@ -215,29 +222,45 @@ def run_eval_set(
     metadata = {"rsr_eval_set": spec.name, "rsr_epochs": spec.epochs}
     if label:
         metadata["rsr_label"] = label
-    ok, logs = eval_set(
-        tasks=tasks,
-        log_dir=str(log_dir),
-        model=model,
-        model_args=model_args or {},
-        model_base_url=model_base_url,
-        # Inspect builds the solver from `args_passed`; `args` is only what the log records.
-        solver=SolverSpec(agent or spec.agent, agent_args, args_passed=agent_args),
-        epochs=Epochs(spec.epochs, spec.reducers),
-        retry_attempts=spec.retry_attempts,
-        fail_on_error=spec.fail_on_error,
-        time_limit=spec.limits.time_limit,
-        working_limit=spec.limits.working_limit,
-        message_limit=spec.limits.message_limit,
-        token_limit=spec.limits.token_limit,
-        max_samples=max_samples or spec.max_samples,
-        limit=limit,
-        max_sandboxes=spec.max_sandboxes,
-        metadata=metadata,
-        tags=[t for t in (spec.name, label) if t],
-        display=display,  # type: ignore[arg-type]
-        **(generate or {}),
-    )
+    with log_dir_lock(log_dir, command or f"run_eval_set({spec.name!r})"):
+        before = set(Path(log_dir).glob("*.eval"))
+        result: tuple[bool, list[Any]] | None = None
+        with interruptible() as stop:
+            result = eval_set(
+                tasks=tasks,
+                log_dir=str(log_dir),
+                model=model,
+                model_args=model_args or {},
+                model_base_url=model_base_url,
+                # Inspect builds the solver from `args_passed`; `args` is only what the log records.
+                solver=SolverSpec(agent or spec.agent, agent_args, args_passed=agent_args),
+                epochs=Epochs(spec.epochs, spec.reducers),
+                retry_attempts=spec.retry_attempts,
+                fail_on_error=spec.fail_on_error,
+                time_limit=spec.limits.time_limit,
+                working_limit=spec.limits.working_limit,
+                message_limit=spec.limits.message_limit,
+                token_limit=spec.limits.token_limit,
+                max_samples=max_samples or spec.max_samples,
+                limit=limit,
+                max_sandboxes=spec.max_sandboxes,
+                metadata=metadata,
+                tags=[t for t in (spec.name, label) if t],
+                display=display,  # type: ignore[arg-type]
+                **(generate or {}),
+            )
+        # Inspect reports a cancelled run as finished (an empty list of logs, "Completed all
+        # tasks"): the logs it wrote as `cancelled` and the signal seen are what tell.
+        cancelled = [p for p in set(Path(log_dir).glob("*.eval")) - before if _status(p) == "cancelled"]
+        if stop.signum is not None or cancelled or result is None:
+            signum = stop.signum or signal.SIGINT
+            removed = remove_own_containers()
+            raise RunInterrupted(
+                f"interrupted by {signal.Signals(signum).name}: the run did not finish (whatever "
+                f"Inspect's summary above says); the samples that finished are kept in {log_dir}"
+                + (f"; removed {removed} sandbox container(s) left running" if removed else "")
+                + ". Resume with:\n  " + (command or "the same call"), signum)
+    ok, logs = result
     paths = [Path(log.location) for log in logs]
     from rsr.verify.evidence import EVIDENCE_DIR, write_manifest
 
@@ -261,3 +284,12 @@ def summary_lines(paths: list[Path]) -> list[str]:
         except (RsrError, ValueError) as e:
             lines.append(f"{path.name}: no summary ({e})")
     return lines
+
+
+def _status(path: Path) -> str:
+    from inspect_ai.log import read_eval_log
+
+    try:
+        return read_eval_log(str(path), header_only=True).status
+    except Exception:  # a log still being written, or removed by Inspect's retry clean-up
+        return "unknown"

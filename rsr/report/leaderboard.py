@@ -10,7 +10,8 @@ accepts a log only if
 - nothing overrode a timeout or resource: no `time_limit`/`working_limit`, no `--sandbox`
   override, and each sample's agent/verifier timeout, cpus and memory equal the task's; the
   agent is not one that runs the hidden tests during the attempt (rsr/rsrt) nor, unless the
-  board is a test board (`reference_agents`), the reference solution (rsr/oracle); the agent
+  board is a test board (`reference_agents`), the reference solution (rsr/oracle) or a
+  scripted model (`SCRIPTED_PROVIDERS`: mockllm/, rsr-scripted/); the agent
   is one of rsr's registered harnesses or one the board names in `harnesses`;
 - it was verified in the integrity mode the board requires (`integrity: strict`: every
   sample's score records a strict integrity audit);
@@ -90,6 +91,17 @@ _OVERRIDE_KEY = re.compile(r"timeout|time_limit|cpus|memory|storage|multiplier")
 # under a budget that replaces the task's agent timeout (rsr/rsrt: data discovery, not eval).
 FEEDBACK_HARNESSES = {"rsrt"}
 
+# Model providers whose outputs were written in advance, not generated: Inspect's mockllm,
+# rsr's rule-driven `rsr-scripted` (replayed answers), and `none` (a run with no model).
+# Only a test board (`reference_agents: true`) accepts them.
+SCRIPTED_PROVIDERS = ("mockllm", "rsr-scripted", "none")
+
+
+def scripted_provider(model: str) -> str | None:
+    """The provider of `model` if it is one of SCRIPTED_PROVIDERS, else None."""
+    provider = model.split("/", 1)[0]
+    return provider if provider in SCRIPTED_PROVIDERS else None
+
 
 class SuitePin(BaseModel):
     """How a board pins one suite."""
@@ -113,7 +125,8 @@ class BoardConfig(BaseModel):
     k: int = Field(default=3, ge=1, description="k of the pass@k column")
     reference_agents: bool = Field(
         default=False, description="accept runs of rsr/oracle (it types in the reference "
-        "solution) and of scripted mockllm/ models: only for boards that test the pipeline")
+        "solution) and of scripted models (mockllm/, rsr-scripted/): only for boards that test "
+        "the pipeline")
     harnesses: list[str] = Field(
         default_factory=list, description="agents accepted besides rsr's registered harnesses "
         "(Inspect registry names as logs record them, e.g. `myorg/myagent`)")
@@ -557,9 +570,10 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
     if (spec.solver or "").rsplit("/", 1)[-1] == "oracle" and not board.config.reference_agents:
         problems.append(f"agent {spec.solver!r} runs the reference solution; only a board with "
                         "`reference_agents: true` (a test board) accepts it")
-    if spec.model.startswith("mockllm/") and not board.config.reference_agents:
-        problems.append(f"model {spec.model!r} replays scripted outputs; only a board with "
-                        "`reference_agents: true` (a test board) accepts it")
+    if scripted_provider(spec.model) and not board.config.reference_agents:
+        problems.append(f"model {spec.model!r} replays scripted outputs ({', '.join(SCRIPTED_PROVIDERS)} "
+                        "are offline stand-ins); only a board with `reference_agents: true` "
+                        "(a test board) accepts it")
     if (spec.solver or "").rsplit("/", 1)[-1] in FEEDBACK_HARNESSES:
         problems.append(f"agent {spec.solver!r} runs the hidden tests during the attempt and "
                         "replaces the tasks' agent timeouts with its budget; not a board run")
@@ -610,8 +624,10 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
         if task is not None:
             _check_overrides(sid, epoch, meta, task, problems)
             _check_isolation(sid, epoch, score, task, problems)
-        full = read_eval_log_sample(str(path), id=s.id, epoch=epoch,
-                                    exclude_fields=LIGHT_FIELDS - {"events", "store"})
+        # Inspect stores long strings (a reward.json, an exec's output) once, as
+        # `attachment://<hash>` references: the checks below must read the text itself.
+        full = read_eval_log_sample(str(path), id=s.id, epoch=epoch, resolve_attachments="full",
+                                    exclude_fields=LIGHT_FIELDS - {"events", "store", "attachments"})
         stores.append(full.store or {})
         facts.append(sample_facts(full))
         uuids.append(str(full.uuid or f"{sid}#{epoch}"))
@@ -795,16 +811,20 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "entry"
 
 
-def harness_name(harness: str) -> str:
-    """`terminus2` and `rsr/terminus2` both name rsr's harness; other names are used as given."""
-    return harness if "/" in harness else f"rsr/{harness}"
+def harness_name(harness: str, listed: Iterable[str] = ()) -> str:
+    """The agent name logs record for `--harness NAME`: a name the board lists in `harnesses:`
+    as it lists it, `terminus2` as rsr's `rsr/terminus2`, any other name as given."""
+    if "/" in harness or harness in set(listed):
+        return harness
+    return f"rsr/{harness}"
 
 
 def build_entry(validated: list[ValidatedRun], *, model_name: str, harness: str,
-                k: int = 3) -> LeaderboardEntry:
+                k: int = 3, listed: Iterable[str] = ()) -> LeaderboardEntry:
+    """One entry from validated logs; `listed` is the board's `harnesses:` (names as given)."""
     if not validated:
         raise RsrError("no logs given")
-    declared = harness_name(harness)
+    declared = harness_name(harness, listed)
     for v in validated:
         if v.log.solver != declared:
             raise RsrError(f"{v.log.file}: the log's agent is {v.log.solver!r}, not the declared "

@@ -100,7 +100,7 @@ def export_terminal_bench(
     (root / "metadata.yaml").write_text(
         yaml.safe_dump(metadata.model_dump(), sort_keys=False, allow_unicode=True))
     for v in runs:
-        log = read_eval_log(str(v.run.path))
+        log = read_eval_log(str(v.run.path), resolve_attachments=True)  # messages as text, not refs
         job_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"rsr:{v.log.eval_id}"))
         job_name = f"{slug(v.run.benchmark)}-{v.log.created[:19].replace(':', '-')}"
         job = root / _safe(job_name)

@@ -51,6 +51,10 @@ class Doc:
     rc: tuple[int, ...] = (0,)
     own_process: bool = False
     """Run as its own process with no input (an interactive command: its shell exits at once)."""
+    expect: tuple[str, ...] = ()
+    """Patterns (re.M) its output must match: what the command promises to say."""
+    unset: tuple[str, ...] = ()
+    """Environment variables the command runs without (a default it must choose itself)."""
 
 
 LIMIT = "--limit 1"
@@ -62,7 +66,12 @@ NET = "needs the network"
 # the `run` entries is the order they run in (later ones use what earlier ones wrote).
 COMMANDS: dict[str, Doc] = {
     # README: top and quick start
-    "./scripts/run-default.sh": Doc("run", extra=LIMIT),
+    # Which block is which, progress lines into a pipe (Inspect's own display draws only on a
+    # terminal), and one verdict line at the end.
+    "./scripts/run-default.sh": Doc("run", extra=LIMIT, unset=("INSPECT_DISPLAY",), expect=(
+        r"^== 1/2 oracle: .*every task should pass ==$", r"^== 2/2 null agent: .*every task should fail ==$",
+        r"^oracle +\| .*Samples: +1/ +1", r"^null +\| .*Samples: +1/ +1",
+        r"\nverdict: oracle 1/1 passed, null 0/1 passed: the suite is healthy\n*\Z")),
     "./scripts/test.sh": Doc("static", "the whole suite: this test is part of it (CI runs it)"),
     "./scripts/setup.sh": Doc("static", "run by ./scripts/run-default.sh above"),
     "source .venv/bin/activate": Doc("shell"),
@@ -404,13 +413,18 @@ def test_documented_commands_do_run(scratch: Path, monkeypatch: pytest.MonkeyPat
         else:
             exe = str(REPO / argv[0]) if argv[0].startswith("./") else argv[0]
             cwd = REPO if argv[0].startswith("./") else scratch
+            env = {k: v for k, v in os.environ.items() if k not in doc.unset}
             proc = subprocess.run([exe, *argv[1:]], cwd=cwd, capture_output=True, text=True, timeout=900,
-                                  stdin=subprocess.DEVNULL)
+                                  stdin=subprocess.DEVNULL, env=env)
             rc = proc.returncode
             timings.append(f"{time.monotonic() - started:6.1f}s  {line}")
             print(f"[docs] {timings[-1]}", flush=True)
             if rc not in doc.rc:
                 failures.append(f"{line}: exit {rc}\n{(proc.stdout + proc.stderr)[-2000:]}")
+                continue
+            missing = [p for p in doc.expect if not re.search(p, proc.stdout, re.M)]
+            if missing:
+                failures.append(f"{line}: output lacks {missing}\n{proc.stdout[-2000:]}")
                 continue
         if rc not in doc.rc:
             failures.append(f"{' '.join(argv)}: exit {rc}")
