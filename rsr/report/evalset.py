@@ -158,6 +158,42 @@ def check_agent(name: str, where: str) -> None:
                    + f"; rsr's harnesses: {', '.join(HARNESSES)} (`rsr list` shows their options)")
 
 
+def model_providers() -> list[str]:
+    """The model providers Inspect knows in this process (its own and entry-point ones)."""
+    from inspect_ai._util.entrypoints import ensure_entry_points
+    from inspect_ai._util.registry import registry_find, registry_unqualified_name
+
+    try:  # Inspect registers its own providers when this module is imported
+        import inspect_ai.model._providers.providers  # noqa: F401
+    except ImportError:  # pragma: no cover - a newer Inspect moved it: the lookup still works
+        pass
+    ensure_entry_points()
+    return sorted({registry_unqualified_name(info) for info in
+                   (getattr(o, "__registry_info__", None) for o in
+                    registry_find(lambda i: i.type == "modelapi")) if info is not None})
+
+
+def check_model(model: str | None, where: str = "--model") -> None:
+    """Refuse a model whose provider Inspect does not know, before anything runs.
+
+    Inspect would say so only when the eval starts, at the end of a 64-line traceback."""
+    if not model:
+        return  # Inspect's own default (INSPECT_EVAL_MODEL) applies
+    providers = model_providers()
+    if not providers:
+        return
+    for name in model.split(","):
+        provider, sep, rest = name.strip().partition("/")
+        if not sep or not rest:
+            raise RsrError(f"{where} {name}: expected PROVIDER/MODEL, e.g. openai/gpt-4o or "
+                           "vllm/CHECKPOINT")
+        if provider not in providers:
+            hint = closest(provider, providers)
+            raise RsrError(f"{where} {name}: Inspect has no model provider {provider!r}"
+                           + (f" (did you mean {hint}/{rest}?)" if hint else "")
+                           + f"; its providers: {', '.join(providers)}")
+
+
 def run_eval_set(
     spec: EvalSetConfig,
     *,
@@ -191,6 +227,7 @@ def run_eval_set(
 
     import rsr._registry  # noqa: F401  (registers rsr/* tasks and agents in this process)
 
+    check_model(model)
     check_agent(agent or spec.agent, "--agent" if agent else f"eval set {spec.name!r}: agent")
     tasks = []
     for suite in spec.suites:

@@ -165,3 +165,15 @@ def test_rsr_eval_table5_refuses_a_typod_task_option_instead_of_skipping_every_s
     err = " ".join(capsys.readouterr().err.split())
     assert rc == 2, err
     assert "rsr/tb2: unknown option -T taks (did you mean -T tasks?)" in err, err
+
+
+def test_rsr_eval_run_refuses_an_unknown_model_provider_naming_the_closest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rsr.cli.main import main
+
+    rc = main(["eval", "run", "core", "--model", "vlm/foo", "--log-dir", str(tmp_path / "logs")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert rc == 2, err
+    assert "--model vlm/foo: Inspect has no model provider 'vlm' (did you mean vllm/foo?)" in err, err
+    assert "Traceback" not in err and len(err) < 1000
+    assert not (tmp_path / "logs").exists() or not list((tmp_path / "logs").glob("*.eval"))
