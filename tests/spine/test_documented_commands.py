@@ -79,13 +79,14 @@ COMMANDS: dict[str, Doc] = {
     "rsr tasks lint --network none ~/tb2": Doc("run", as_run="rsr tasks lint --network none tasks/core"),
     "rsr tasks fetch tb2": Doc("static", NET + " (GitHub)"),
     "rsr tasks new my-task --category databases --milestones": Doc("run"),
-    "rsr tasks check tasks/core/my-task": Doc("run", extra="--runs 1"),
+    "rsr tasks check my-tasks/my-task": Doc("run", extra="--runs 1"),
     "rsr tasks check core --only oracle,null --runs 1": Doc("run", extra="--tasks hello-world"),
     "rsr tasks catalog tasks/core": Doc("run"),
     "rsr tasks check core --only leak --runs 1": Doc("run", extra="--tasks hello-world"),
     "rsr tasks shell hello-world --oracle --tests": Doc("run", own_process=True),
     "inspect eval rsr/tb2 --solver rsr/oracle -T network=none": Doc("static", NET + " (rsr tasks fetch tb2)"),
     "rsr tasks new word-counts --category text-processing --difficulty easy": Doc("run"),
+    "inspect eval rsr/harbor -T path=my-tasks/word-counts --solver rsr/oracle": Doc("run"),
     # README: harnesses (the scripted model is the default model of every run below)
     "inspect eval rsr/core -T tasks=hello-world --solver rsr/terminus2 --model rsr-scripted/agent "
     f"-M fixture={SCRIPTED}": Doc("run"),
