@@ -147,6 +147,8 @@ def check(
         )
     console.print(table)
     for r in reports:
+        for line in r.seen():
+            console.print(f"{r.name}: {line}", highlight=False)
         for f in r.findings:
             console.print(f"[red]{r.name}[/red]: {f}", highlight=False)
         for w in r.warnings:

@@ -123,9 +123,14 @@ def find_spec(name_or_path: str) -> Path:
     shipped = bundled(f"evals/{name_or_path}.yaml")
     if shipped is not None and shipped.is_file():
         return shipped
+    shipped_dir = bundled("evals")
+    names = sorted({p.stem for d in (Path.cwd() / "evals", shipped_dir) if d is not None and d.is_dir()
+                    for p in d.glob("*.yaml")})
+    hint = closest(name_or_path, names)
     raise RsrError(
         f"eval-set spec {name_or_path!r} not found (looked for the file and for "
-        f"evals/{name_or_path}.yaml); pass --spec PATH"
+        f"evals/{name_or_path}.yaml)" + (f"; did you mean {hint}?" if hint else "")
+        + f"; name a spec file's path or one of: {', '.join(names) or 'none'}"
     )
 
 
@@ -222,6 +227,7 @@ def run_eval_set(
     override the spec's; generate holds Inspect generate options (temperature, max_tokens...).
     """
     from inspect_ai import Epochs, eval_set
+    from inspect_ai._util.error import PrerequisiteError
     from inspect_ai.solver import SolverSpec
     from inspect_ai.util import registry_create
 
@@ -252,29 +258,37 @@ def run_eval_set(
     metadata = {"rsr_eval_set": spec.name, "rsr_epochs": spec.epochs}
     if label:
         metadata["rsr_label"] = label
-    ok, logs = eval_set(
-        tasks=tasks,
-        log_dir=str(log_dir),
-        model=model,
-        model_args=model_args or {},
-        model_base_url=model_base_url,
-        # Inspect builds the solver from `args_passed`; `args` is only what the log records.
-        solver=SolverSpec(agent or spec.agent, agent_args, args_passed=agent_args),
-        epochs=Epochs(spec.epochs, spec.reducers),
-        retry_attempts=spec.retry_attempts,
-        fail_on_error=spec.fail_on_error,
-        time_limit=spec.limits.time_limit,
-        working_limit=spec.limits.working_limit,
-        message_limit=spec.limits.message_limit,
-        token_limit=spec.limits.token_limit,
-        max_samples=max_samples or spec.max_samples,
-        limit=limit,
-        max_sandboxes=spec.max_sandboxes,
-        metadata=metadata,
-        tags=[t for t in (spec.name, label) if t],
-        display=display,  # type: ignore[arg-type]
-        **(generate or {}),
-    )
+    try:
+        ok, logs = eval_set(
+            tasks=tasks,
+            log_dir=str(log_dir),
+            model=model,
+            model_args=model_args or {},
+            model_base_url=model_base_url,
+            # Inspect builds the solver from `args_passed`; `args` is only what the log records.
+            solver=SolverSpec(agent or spec.agent, agent_args, args_passed=agent_args),
+            epochs=Epochs(spec.epochs, spec.reducers),
+            retry_attempts=spec.retry_attempts,
+            fail_on_error=spec.fail_on_error,
+            time_limit=spec.limits.time_limit,
+            working_limit=spec.limits.working_limit,
+            message_limit=spec.limits.message_limit,
+            token_limit=spec.limits.token_limit,
+            max_samples=max_samples or spec.max_samples,
+            limit=limit,
+            max_sandboxes=spec.max_sandboxes,
+            metadata=metadata,
+            tags=[t for t in (spec.name, label) if t],
+            display=display,  # type: ignore[arg-type]
+            **(generate or {}),
+        )
+    except PrerequisiteError as e:
+        if "log-dir-allow-dirty" not in str(e):
+            raise
+        # Inspect's advice names its own `--log-dir-allow-dirty`, which rsr eval does not take.
+        raise RsrError(f"--log-dir {log_dir} holds logs of another eval set or of other tasks "
+                       f"({_file_named(str(e))}); use a fresh --log-dir for this run, or move "
+                       "those logs out") from e
     paths = [Path(log.location) for log in logs]
     from rsr.verify.evidence import EVIDENCE_DIR, write_manifest
 
@@ -282,3 +296,12 @@ def run_eval_set(
         if path.is_file() and (path.parent / EVIDENCE_DIR).is_dir():
             write_manifest(path)  # evidence/manifests/<log>.json: the bundle's table of contents
     return ok, paths
+
+
+def _file_named(message: str) -> str:
+    """The log file an Inspect log-directory message names ("Existing log file 'X' ...")."""
+    import re
+
+    found = re.search(r"'([^']+\.(?:eval|json))'", message)
+    return found.group(1) if found else "see the directory"
+

@@ -92,8 +92,8 @@ def resolve_suite_path(suite: str, path: str | None = None) -> Path:
     if spec.git_url and spec.git_commit:
         reason = f"no copy in the cache; `rsr tasks fetch {suite}` checks out {spec.git_url}@{spec.git_commit[:12]}"
     else:
-        source = spec.git_url or spec.harbor_ref or "no public source"
-        reason = f"source {source} is not available offline"
+        source = spec.git_url or spec.harbor_ref
+        reason = f"source {source} is not available offline" if source else "it has no public source"
     raise RsrError(
         f"{spec.title} ({suite}) is not on this machine: {reason}.\n"
         f"Provide it with `-T path=/path/to/{suite}` or place the task directories in "

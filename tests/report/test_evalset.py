@@ -177,3 +177,33 @@ def test_rsr_eval_run_refuses_an_unknown_model_provider_naming_the_closest(
     assert "--model vlm/foo: Inspect has no model provider 'vlm' (did you mean vllm/foo?)" in err, err
     assert "Traceback" not in err and len(err) < 1000
     assert not (tmp_path / "logs").exists() or not list((tmp_path / "logs").glob("*.eval"))
+
+
+def test_rsr_eval_run_rejects_a_log_dir_of_other_tasks_without_naming_options_it_lacks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+
+    from rsr.cli.main import main
+
+    logs = tmp_path / "logs"
+    inspect_eval(Task(dataset=[Sample(input="hi", target="hi")], name="other"), model="mockllm/model",
+                 log_dir=str(logs), display="none")
+    rc = main(["eval", "run", "core", "--model", "mockllm/model", "--agent", "rsr/null", "--limit", "1",
+               "--log-dir", str(logs)])
+    err = " ".join(capsys.readouterr().err.split())
+    assert rc == 2, err
+    assert f"--log-dir {logs} holds logs of another eval set or of other tasks" in err, err
+    assert "use a fresh --log-dir" in err and "allow-dirty" not in err
+
+
+def test_rsr_eval_run_rejects_an_unknown_spec_without_naming_options_it_lacks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rsr.cli.main import main
+
+    rc = main(["eval", "run", "tabel5", "--model", "mockllm/model", "--log-dir", str(tmp_path)])
+    err = " ".join(capsys.readouterr().err.split())
+    assert rc == 2, err
+    assert "eval-set spec 'tabel5' not found" in err and "did you mean table5?" in err, err
+    assert "--spec" not in err
