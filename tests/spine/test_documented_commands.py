@@ -143,7 +143,7 @@ COMMANDS: dict[str, Doc] = {
         "run", extra=LIMIT),
     "rsr regrade logs/ev": Doc("run"),
     "rsr regrade logs/ev --tasks tasks/core --jobs 2": Doc("run"),
-    "inspect score logs/ev/*.eval --scorer rsr/verifier --action overwrite": Doc(
+    "inspect score logs/ev/*.eval --scorer rsr/verifier --action overwrite --overwrite": Doc(
         "covered", "tests/report/test_regrade.py::test_inspect_score_does_regrade_from_bundles_and_refuses_a_log_"
                    "without_them"),
     "rsr report table5 logs/base logs/rsr --out report/ --regrade": Doc(
