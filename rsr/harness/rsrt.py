@@ -45,8 +45,9 @@ async def verify_in_copy(sbx: SandboxEnvironment, metadata: dict[str, Any]) -> A
     live verification still gets a snapshot here, because mid-run the tests must never enter
     the container the agent keeps working in.
     """
+    from rsr.sandbox.backing import container_of
     from rsr.tasks.load import task_from_metadata
-    from rsr.verify.verifier import container_of, verify
+    from rsr.verify.verifier import verify
 
     task = task_from_metadata(metadata)
     if await container_of(sbx) is None:

@@ -79,7 +79,7 @@ class LoadedTask:
 
     def harbor_differences(self) -> list[str]:
         """What would run differently under rsr than under Harbor 0.26 (empty: nothing)."""
-        return harbor_differences(self)
+        return harbor_differences(self.config, self.parser_name)
 
     @property
     def step_name(self) -> str | None:
