@@ -68,6 +68,7 @@ COMMANDS: dict[str, Doc] = {
     "source .venv/bin/activate": Doc("shell"),
     "rsr doctor": Doc("run"),
     "rsr list": Doc("run"),
+    "rsr list --tasks core": Doc("run"),
     "inspect eval rsr/core --solver rsr/oracle --epochs 3 --epochs-reducer mean,pass_at_3": Doc("run", extra=LIMIT),
     "inspect eval rsr/core --solver rsr/null": Doc("run", extra=LIMIT),
     "inspect eval rsr/core -T tasks=hello-*,git-* -T exclude=\"*-slow\" --solver rsr/oracle": Doc("run", extra=LIMIT),
