@@ -13,5 +13,5 @@ VENV="${RSR_VENV:-.venv}"
 progress_step "building the core suite's images (minutes the first time, seconds once cached)" \
   "$VENV"/bin/rsr tasks check core --only build
 progress_end "set-up and images ready"
-"$VENV"/bin/inspect eval rsr/core --solver rsr/oracle --log-dir logs/default --sandbox-prebuilt "$@"
-"$VENV"/bin/inspect eval rsr/core --solver rsr/null --log-dir logs/default --sandbox-prebuilt "$@"
+"$VENV"/bin/inspect eval rsr/core --solver rsr/oracle --tags oracle --log-dir logs/default --sandbox-prebuilt "$@"
+"$VENV"/bin/inspect eval rsr/core --solver rsr/null --tags null --log-dir logs/default --sandbox-prebuilt "$@"

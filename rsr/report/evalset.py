@@ -255,7 +255,10 @@ def run_eval_set(
     if not tasks:
         raise RsrError(f"eval set {spec.name!r}: none of its suites is available here")
     agent_args = {**spec.agent_args, **(solver_args or {})}
-    metadata = {"rsr_eval_set": spec.name, "rsr_epochs": spec.epochs}
+    # `inspect view` lists logs by task: the oracle's run and the null run of rsr/core look the
+    # same unless the agent is among the log's tags (Inspect never tells a task its solver).
+    agent_name = agent or spec.agent
+    metadata = {"rsr_eval_set": spec.name, "rsr_epochs": spec.epochs, "rsr_agent": agent_name}
     if label:
         metadata["rsr_label"] = label
     try:
@@ -278,7 +281,7 @@ def run_eval_set(
             limit=limit,
             max_sandboxes=spec.max_sandboxes,
             metadata=metadata,
-            tags=[t for t in (spec.name, label) if t],
+            tags=[t for t in (spec.name, label, agent_name) if t],
             display=display,  # type: ignore[arg-type]
             **(generate or {}),
         )

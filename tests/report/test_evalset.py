@@ -143,6 +143,23 @@ def test_rsr_eval_run_does_apply_agent_args_and_inspect_run_options(tmp_path: Pa
     assert log.eval.config.max_samples == 1
 
 
+def test_rsr_eval_run_does_tag_each_log_with_its_agent(tmp_path: Path) -> None:
+    from inspect_ai.log import read_eval_log
+
+    from rsr.cli.main import main
+
+    _probe_registry()
+    spec = tmp_path / "probe.yaml"
+    spec.write_text("name: probe\nsuites: [{task: rsrtest/three}]\nepochs: 1\nreducers: [mean]\n"
+                    "agent: rsrtest/record\n")
+    assert main(["eval", "run", str(spec), "--model", "mockllm/model", "--label", "first",
+                 "--log-dir", str(tmp_path / "logs"), "--limit", "1"]) == 0
+    (log_file,) = (tmp_path / "logs").glob("*.eval")
+    log = read_eval_log(str(log_file), header_only=True)
+    assert sorted(log.eval.tags) == ["first", "probe", "rsrtest/record"]
+    assert log.eval.metadata["rsr_agent"] == "rsrtest/record"
+
+
 def test_rsr_eval_run_refuses_an_unregistered_agent_naming_the_closest_harness(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from rsr.cli.main import main

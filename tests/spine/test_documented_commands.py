@@ -69,8 +69,9 @@ COMMANDS: dict[str, Doc] = {
     "rsr doctor": Doc("run"),
     "rsr list": Doc("run"),
     "rsr list --tasks core": Doc("run"),
-    "inspect eval rsr/core --solver rsr/oracle --epochs 3 --epochs-reducer mean,pass_at_3": Doc("run", extra=LIMIT),
-    "inspect eval rsr/core --solver rsr/null": Doc("run", extra=LIMIT),
+    "inspect eval rsr/core --solver rsr/oracle --epochs 3 --epochs-reducer mean,pass_at_3 --tags oracle": Doc(
+        "run", extra=LIMIT),
+    "inspect eval rsr/core --solver rsr/null --tags null": Doc("run", extra=LIMIT),
     "inspect eval rsr/core -T tasks=hello-*,git-* -T exclude=\"*-slow\" --solver rsr/oracle": Doc("run", extra=LIMIT),
     "inspect eval rsr/harbor -T path=/some/harbor/dataset --solver rsr/oracle": Doc(
         "run", extra=LIMIT, as_run="inspect eval rsr/harbor -T path=tasks/core --solver rsr/oracle"),
