@@ -41,8 +41,9 @@ def run_options(solver_arg: list[str] | None, limit: int | None, max_samples: in
 def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: str | None,
          agent: str | None, task_arg: list[str], model_arg: list[str], strict: bool,
          options: dict[str, Any]) -> None:
-    from rsr.report.evalset import find_spec, load_eval_set, run_eval_set
+    from rsr.report.evalset import check_model, find_spec, load_eval_set, run_eval_set
 
+    check_model(model)  # a typo'd provider: one line, before anything is printed or loaded
     spec_path = find_spec(spec_name)
     spec = load_eval_set(spec_path).select(suites.split(",") if suites else None)
     console = Console()

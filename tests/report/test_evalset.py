@@ -189,10 +189,12 @@ def test_rsr_eval_run_refuses_an_unknown_model_provider_naming_the_closest(
     from rsr.cli.main import main
 
     rc = main(["eval", "run", "core", "--model", "vlm/foo", "--log-dir", str(tmp_path / "logs")])
-    err = " ".join(capsys.readouterr().err.split())
+    captured = capsys.readouterr()
+    err = " ".join(captured.err.split())
     assert rc == 2, err
     assert "--model vlm/foo: Inspect has no model provider 'vlm' (did you mean vllm/foo?)" in err, err
     assert "Traceback" not in err and len(err) < 1000
+    assert not captured.out  # nothing before the one line
     assert not (tmp_path / "logs").exists() or not list((tmp_path / "logs").glob("*.eval"))
 
 
