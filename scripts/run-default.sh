@@ -17,8 +17,8 @@ progress_end "set-up and images ready"
 [ -t 1 ] || export INSPECT_DISPLAY="${INSPECT_DISPLAY:-plain}"
 run="logs/default/$(date -u +%Y%m%dT%H%M%SZ)"
 echo "== 1/2 oracle: each task's reference solution (solution/solve.sh); every task should pass =="
-"$VENV"/bin/inspect eval rsr/core --solver rsr/oracle --log-dir "$run/oracle" --sandbox-prebuilt "$@" || true
+"$VENV"/bin/inspect eval rsr/core --solver rsr/oracle --tags oracle --log-dir "$run/oracle" --sandbox-prebuilt "$@" || true
 echo "== 2/2 null agent: does nothing; every task should fail =="
-"$VENV"/bin/inspect eval rsr/core --solver rsr/null --log-dir "$run/null" --sandbox-prebuilt "$@" || true
+"$VENV"/bin/inspect eval rsr/core --solver rsr/null --tags null --log-dir "$run/null" --sandbox-prebuilt "$@" || true
 echo "== logs: $run/oracle, $run/null =="
 "$VENV"/bin/rsr report verdict --oracle "$run/oracle" --null "$run/null"

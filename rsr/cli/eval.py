@@ -50,9 +50,10 @@ def invocation(ctx: typer.Context) -> str:
 def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: str | None,
          agent: str | None, task_arg: list[str], model_arg: list[str], strict: bool,
          options: dict[str, Any], command: str) -> None:
-    from rsr.report.evalset import find_spec, load_eval_set, run_eval_set
+    from rsr.report.evalset import check_model, find_spec, load_eval_set, run_eval_set
     from rsr.report.runguard import RunInterrupted
 
+    check_model(model)  # a typo'd provider: one line, before anything is printed or loaded
     spec_path = find_spec(spec_name)
     spec = load_eval_set(spec_path).select(suites.split(",") if suites else None)
     console = Console()

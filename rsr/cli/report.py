@@ -26,11 +26,17 @@ def table5(
         "cell: ✓ reproduced, ✗ not reproduced, ? no bundles.")] = False,
 ) -> None:
     """Table 5 from log folders: benchmarks x runs, the paper's numbers beside."""
+    from rsr.errors import RsrError
     from rsr.report.metrics import headline
     from rsr.report.table5 import build_table5, load_paper_table, write_table5
 
     table = build_table5(log_dirs, label or [], load_paper_table(paper) if paper else None,
                          regrade=regrade)
+    empty = [str(r.folder) for r in table.runs if not r.runs]
+    if empty:
+        # A table of empty columns would look like a run that solved nothing.
+        raise RsrError(f"{', '.join(empty)}: no .eval logs found (a run's folder holds the logs "
+                       "`rsr eval table5 --log-dir DIR` wrote); nothing was written")
     paths = write_table5(table, out)
     console = Console()
     for r in table.runs:

@@ -20,16 +20,7 @@ def rl(
 ) -> None:
     """GRPO with groups of rollouts per task, rewarded by the verifier (strict integrity);
     checkpoints, steps.jsonl and run_card.json under output_dir; resumes by default."""
-    from rsr.rl.config import load_rl_config
-    from rsr.rl.grpo import run
+    from rsr.rl.main import main
 
-    cfg = load_rl_config(config)
-    if output_dir is not None:
-        cfg.output_dir = output_dir
-    if max_steps is not None:
-        cfg.grpo.max_steps = max_steps
-    if shuffle_rewards:
-        cfg.shuffle_rewards = True
-    if no_resume:
-        cfg.resume = False
-    run(cfg, config_path=config)
+    main(config, output_dir=output_dir, max_steps=max_steps, shuffle_rewards=shuffle_rewards,
+         no_resume=no_resume)

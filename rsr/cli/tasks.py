@@ -163,6 +163,8 @@ def check(
         )
     console.print(table)
     for r in reports:
+        for line in r.seen():
+            console.print(f"{r.name}: {line}", highlight=False)
         for f in r.findings:
             console.print(f"[red]{r.name}[/red]: {f}", highlight=False)
         for w in r.warnings:
@@ -175,20 +177,31 @@ def check(
         raise typer.Exit(1)
 
 
+USER_TASKS = Path("my-tasks")
+"""Where `rsr tasks new` writes by default: a folder no suite reads (`rsr/core` is `./tasks/core`),
+so a new task joins a suite only when the user puts it there (`--root tasks/core`)."""
+
+
 @app.command()
 def new(
-    name: str = typer.Argument(..., help="Task name (kebab-case)."),
+    name: str = typer.Argument(..., help="Task name (kebab-case), or a path whose last part is "
+                               "the name (e.g. ~/tasks/word-counts)."),
     category: str = typer.Option("software-engineering", "--category", "-c", help="Task category."),
     difficulty: str = typer.Option("medium", "--difficulty", "-d", help="easy, medium or hard."),
     milestones: bool = typer.Option(False, "--milestones", help="Long-horizon scaffold with named milestones."),
-    root: Path = typer.Option(Path("tasks/core"), "--root", help="Where to create the task."),
+    root: Path = typer.Option(USER_TASKS, "--root", help="Folder to create the task in (default "
+                              "./my-tasks, part of no suite; --root tasks/core adds it to core)."),
 ) -> None:
     """Scaffold a complete task (instruction, task.toml, Dockerfile, tests, solution)."""
     from rsr.tasks.scaffold import scaffold_task
 
+    given = Path(name).expanduser()
+    if len(given.parts) > 1:
+        root, name = given.parent, given.name
     task_dir = scaffold_task(root, name, category, difficulty, milestones)
-    Console().print(f"created {task_dir}\nnext: edit it, then `rsr tasks lint {task_dir}` and "
-                    f"`rsr tasks check {task_dir}`", highlight=False)
+    Console().print(f"created {task_dir}\nnext: edit it, then `rsr tasks lint {task_dir}`, "
+                    f"`rsr tasks check {task_dir}` and `inspect eval rsr/harbor -T path={task_dir} "
+                    "--solver rsr/oracle`", highlight=False)
 
 
 @app.command()

@@ -37,19 +37,9 @@ def run_cmd(
     no_resume: bool = typer.Option(False, "--no-resume", help="Ignore existing checkpoints."),
 ) -> None:
     """Train as the recipe says (also the default: `rsr train RECIPE`)."""
-    from rsr.bundled import find_file
-    from rsr.training.config import load_recipe
-    from rsr.training.sft import run
+    from rsr.training.main import main
 
-    recipe = find_file(recipe)  # `training/recipes/...` works from any directory
-    r = load_recipe(recipe)
-    if output_dir is not None:
-        r.output_dir = output_dir
-    if max_steps is not None:
-        r.train.max_steps = max_steps
-    if no_resume:
-        r.train.resume = False
-    run(r, recipe_path=recipe)
+    main(recipe, output_dir=output_dir, max_steps=max_steps, no_resume=no_resume)
 
 
 @app.command("merge")

@@ -228,6 +228,25 @@ def command_bags(text: str) -> list[tuple[Counter[str], str]]:
     return out
 
 
+def line_bags(text: str) -> list[tuple[Counter[str], str]]:
+    """Each command line of `text` that joins commands (a pipeline, a redirection, a list) as
+    one bag: its commands' words and its operators. A short pipeline such as
+    `grep -c ERROR app.log > count.txt` is distinctive as a whole though each of its commands
+    is too short to count alone."""
+    out: list[tuple[Counter[str], str]] = []
+    for line in text.splitlines():
+        line = line.strip().lstrip("$").strip()
+        if not line or line.startswith("#"):
+            continue
+        tokens = shell_tokens(line)
+        operators = [t for t in tokens if t and all(c in _PUNCT for c in t)]
+        if not operators:
+            continue
+        words = [w.strip("`") for t in tokens if t not in operators for w in _expand(t) if w.strip("`")]
+        out.append((Counter(words) + Counter(operators), line))
+    return out
+
+
 def _weight(bag: Counter[str]) -> int:
     """How distinctive a command is: its words, plus extra for quoted or special arguments."""
     return sum(bag.values()) + 2 * sum(n for w, n in bag.items() if set(w) & _SPECIAL)
@@ -299,7 +318,15 @@ def command_leaks(text: str, material: TaskMaterial) -> list[Reason]:
             if rel.endswith((".sh", ".bash")) or rel in ("solution.sh",) or \
                     body.startswith("#!/bin/"):
                 hidden += [(bag, cmd, f"{label}{rel}") for bag, cmd in command_bags(body)]
-    mine = command_bags(text)
+    public_lines = [bag for bag, _ in line_bags(material.public)]
+    for label, files in (("reference solution solution/", material.solution),
+                         ("hidden test tests/", material.tests)):
+        for rel, body in files.items():
+            if rel.endswith((".sh", ".bash")) or rel in ("solution.sh",) or \
+                    body.startswith("#!/bin/"):
+                hidden += [(bag, cmd, f"{label}{rel}") for bag, cmd in line_bags(body)
+                           if not any(not (bag - p) for p in public_lines)]
+    mine = command_bags(text) + line_bags(text)
     reasons: list[Reason] = []
     for bag, cmd, where in hidden:
         if _weight(bag) < MIN_COMMAND_WEIGHT or any(not (bag - p) for p in public):

@@ -13,12 +13,13 @@ from inspect_ai.agent import Agent, AgentState, agent
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageAssistant
 from inspect_ai.solver._task_state import sample_state
-from inspect_ai.util import sandbox
+from inspect_ai.util import sandbox, store
 
 from rsr.harness.steps import current_task, stepwise
 from rsr.options import refuse_unknown_options
 from rsr.tasks.load import SOLUTION_MOUNT
 from rsr.tasks.models import expand_env
+from rsr.verify.scorer import HARNESS_RESULT
 from rsr.verify.verifier import cap_output
 
 
@@ -47,6 +48,15 @@ def oracle(partial: bool = False, **options: Any) -> Agent:
         task = current_task(ts.metadata if ts else {})
         sbx = sandbox()
         files = task.solution_files()
+        if f"{SOLUTION_MOUNT}/solve.sh" not in files:
+            # Nothing to run: say so where the score is read, not only in the transcript.
+            note = (f"rsr/oracle: task {task.name} has no solution/solve.sh (looked in "
+                    f"{task.paths.solution_dir}): "
+                    "nothing was run, so this score says nothing about the task's tests")
+            store().set(HARNESS_RESULT, {"end_reason": "no_solution", "note": note})
+            transcript().info(note, source="rsr/oracle")
+            state.messages.append(ChatMessageAssistant(content=note, source="generate"))
+            return state
         if partial:
             key = f"{SOLUTION_MOUNT}/solve.sh"
             files[key] = first_half(files[key].decode(errors="replace")).encode()

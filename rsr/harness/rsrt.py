@@ -25,6 +25,7 @@ from rsr.harness.protocol import ReplyFormat
 from rsr.harness.steps import stepwise
 from rsr.harness.terminus2 import (
     OBSERVATION_LIMIT,
+    TOKEN_BUDGET,
     TerminalHarness,
     Terminus2Config,
     WaitMode,
@@ -44,8 +45,9 @@ async def verify_in_copy(sbx: SandboxEnvironment, metadata: dict[str, Any]) -> A
     live verification still gets a snapshot here, because mid-run the tests must never enter
     the container the agent keeps working in.
     """
+    from rsr.sandbox.backing import container_of
     from rsr.tasks.load import task_from_metadata
-    from rsr.verify.verifier import container_of, verify
+    from rsr.verify.verifier import verify
 
     task = task_from_metadata(metadata)
     if await container_of(sbx) is None:
@@ -134,6 +136,7 @@ def rsrt(
     prompts: str = "rsr",
     fixes: str | list[str] | None = None,
     record_tokens: str | None = None,
+    token_budget: int | None = TOKEN_BUDGET,
     **options: Any,
 ) -> Agent:
     """Terminus 2 with hidden verification in a sandbox copy and reflection on failure.
@@ -153,6 +156,8 @@ def rsrt(
         prompts: Prompt pack of the shared Terminus 2 loop (rsr, harbor or a directory).
         fixes: Reference quirks to correct (see rsr/terminus2); none = parity mode.
         record_tokens: "engine" or a tokenizer: per-call token ids (see rsr.harness.tokens).
+        token_budget: Tokens (prompt + completion, all model calls) before the run stops;
+            0 or null: no budget.
     """
     refuse_unknown_options("rsr/rsrt", "-S", options, rsrt)
     config = Terminus2Config(
@@ -160,7 +165,7 @@ def rsrt(
         context_window=context_window, summarise_free_tokens=summarise_free_tokens,
         wait_mode=wait_mode, observation_limit=observation_limit,
         agent_timeout_sec=agent_timeout_sec, prompts=prompts, fixes=parse_fixes(fixes),
-        record_tokens=record_tokens)
+        record_tokens=record_tokens, token_budget=token_budget or None)
 
     async def execute(state: AgentState) -> AgentState:
         return await RSRTHarness(config, max_reflections, budget_minutes)(state)

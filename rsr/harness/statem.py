@@ -23,6 +23,7 @@ from rsr.harness.protocol import Reply, ReplyFormat, StateMReply
 from rsr.harness.steps import stepwise
 from rsr.harness.terminus2 import (
     OBSERVATION_LIMIT,
+    TOKEN_BUDGET,
     Review,
     TerminalHarness,
     Terminus2Config,
@@ -155,6 +156,7 @@ def statem(
     prompts: str = "rsr",
     fixes: str | list[str] | None = None,
     record_tokens: str | None = None,
+    token_budget: int | None = TOKEN_BUDGET,
     **options: Any,
 ) -> Agent:
     """Terminal harness with a persistent, checked workflow state machine.
@@ -171,6 +173,8 @@ def statem(
         prompts: Prompt pack of the shared Terminus 2 loop (rsr, harbor or a directory).
         fixes: Reference quirks to correct (see rsr/terminus2); none = parity mode.
         record_tokens: "engine" or a tokenizer: per-call token ids (see rsr.harness.tokens).
+        token_budget: Tokens (prompt + completion, all model calls) before the run stops;
+            0 or null: no budget.
     """
     refuse_unknown_options("rsr/statem", "-S", options, statem)
     config = Terminus2Config(
@@ -178,7 +182,7 @@ def statem(
         context_window=context_window, summarise_free_tokens=summarise_free_tokens,
         wait_mode=wait_mode, observation_limit=observation_limit,
         agent_timeout_sec=agent_timeout_sec, prompts=prompts, fixes=parse_fixes(fixes),
-        record_tokens=record_tokens)
+        record_tokens=record_tokens, token_budget=token_budget or None)
 
     async def execute(state: AgentState) -> AgentState:
         return await StateMHarness(config)(state)

@@ -62,17 +62,24 @@ if TYPE_CHECKING:  # pragma: no cover
 OBSERVATION_LIMIT = 10_000
 HARNESS_VERSION = "2.0"
 STORE_SETTINGS = "rsr_harness"
-STORE_RESULT = "rsr_harness_result"
+STORE_RESULT = "rsr_harness_result"  # = rsr.verify.scorer.HARNESS_RESULT (the scorer reads it)
 # The reference's turn limit: effectively none (the agent timeout ends a run).
 MAX_EPISODES = 1_000_000
 # Free tokens the reference unwinds the conversation to after a context-length error.
 UNWIND_FREE_TOKENS = 4_000
 # Characters of the screen the reference keeps in its short-summary fall-backs.
 FALLBACK_SCREEN_CHARS = 1_000
+# Tokens (prompt + completion, summed over every model call of a sample) before the run stops:
+# generous for a long task, but a runaway loop stops before it costs real money.
+TOKEN_BUDGET = 10_000_000
+# The same reply refused this many times in a row ends the run: a scripted or stuck model that
+# repeats a reply the harness will not take would otherwise burn every episode.
+IDENTICAL_REFUSALS = 5
 
 WaitMode = Literal["fixed", "adaptive"]
 EndReason = Literal["completed", "max_episodes", "agent_timeout", "context_overflow",
-                    "verified", "reflection_limit", "budget", "shell_exited"]
+                    "verified", "reflection_limit", "budget", "shell_exited",
+                    "token_budget", "repeated_refusal"]
 Fix = Literal["history-limit", "new-output", "cap-once", "keys", "parse-flag"]
 FIXES: dict[str, str] = {
     "history-limit": "the pane keeps the configured history (the reference sets history-limit "
@@ -125,6 +132,13 @@ class Terminus2Config(BaseModel):
                           "sample store (rsr.harness.tokens): 'engine' (as the serving engine "
                           "returned them) or a tokenizer to recompute them with where the "
                           "provider returns none (recorded as recomputed).")
+    token_budget: int | None = Field(
+        TOKEN_BUDGET, ge=1, description="Tokens (prompt + completion over all model calls) "
+                                        "before the run stops; None: no budget.")
+    identical_refusals: int = Field(
+        IDENTICAL_REFUSALS, ge=1, description="The same reply refused (unparsable, or its "
+                                              "commands or completion withheld) this many "
+                                              "times in a row ends the run.")
 
 
 def parse_fixes(value: str | list[str] | None) -> list[Fix]:
@@ -217,6 +231,9 @@ class TerminalHarness:
         self._tmux: TmuxSession | None = None
         self._sbx: SandboxEnvironment | None = None
         self._window: int | None = None
+        self.tokens_used = 0
+        self._refused_reply: str | None = None
+        self._refused_streak = 0
 
     # ------------------------------------------------------------------ hooks
 
@@ -299,6 +316,7 @@ class TerminalHarness:
                               "and the sample is scored as it stands", source=f"rsr/{self.name}")
         result = {"end_reason": self.end_reason, "turns": self.turn,
                   "elapsed_sec": round(time.monotonic() - self.started, 3),
+                  "tokens_used": self.tokens_used,
                   "compactions": self.compactions, **self.result_extra()}
         store().set(STORE_RESULT, result)
         transcript().info(result, source=f"rsr/{self.name} result")
@@ -367,6 +385,14 @@ class TerminalHarness:
                 pending = False
                 prompt = message
                 continue
+            budget = self.config.token_budget
+            if budget is not None and self.tokens_used >= budget:
+                self._append(prompt, context=False)
+                self.end_reason = "token_budget"
+                transcript().info(f"token budget spent ({self.tokens_used:,} of {budget:,} "
+                                  "tokens): the run stops here and the sample is scored as it "
+                                  "stands (-S token_budget=N raises it)", source=self.name)
+                return
             if not await self._tmux.alive():
                 # The reference ends the run when its shell is gone (e.g. the model typed exit).
                 self._append(prompt, context=False)
@@ -424,6 +450,8 @@ class TerminalHarness:
             text = self.words.render("parse_error", feedback=feedback,
                                      response_type=response_type)
             self._record_timing(timing, turn_start, 0.0)
+            if self._refused_again(output.completion, f"parse error: {error}"):
+                return None
             return user_message(text, "parse_error", self.name, turn=self.turn), pending
 
         reply = self._reply(result)
@@ -454,6 +482,9 @@ class TerminalHarness:
         reply_message.metadata["rsr"]["timing"] = dict(timing)  # type: ignore[index]
 
         complete = result.task_complete and review.allow_complete
+        refused = not review.run_commands or (result.task_complete and not review.allow_complete)
+        if self._refused_again(output.completion if refused else None, "; ".join(review.notes)):
+            return None
         notes = [*review.notes, *([self.display()] if self.display() else [])]
         if complete and pending:
             message = await self.on_completed(terminal_output)
@@ -483,6 +514,22 @@ class TerminalHarness:
         return user_message(content, kind, self.name, turn=self.turn,
                             public=terminal_output if is_control else None,
                             control_parts=control_parts + notes, control=is_control), False
+
+    def _refused_again(self, reply: str | None, why: str) -> bool:
+        """Count `reply` (None: the reply was taken) against the identical-refusals limit;
+        True (and the run's end recorded) when the limit is reached."""
+        if reply is None:
+            self._refused_reply, self._refused_streak = None, 0
+            return False
+        self._refused_streak = self._refused_streak + 1 if reply == self._refused_reply else 1
+        self._refused_reply = reply
+        if self._refused_streak < self.config.identical_refusals:
+            return False
+        self.end_reason = "repeated_refusal"
+        transcript().info(f"the model sent the same refused reply {self._refused_streak} times "
+                          f"in a row ({why.strip() or 'refused'}): the run stops here and the "
+                          "sample is scored as it stands", source=self.name)
+        return True
 
     # ------------------------------------------------------------------ model calls
 
@@ -563,6 +610,8 @@ class TerminalHarness:
             if is_overflow_error(e):
                 raise ContextOverflowError(str(e)) from e
             raise
+        if output.usage is not None:
+            self.tokens_used += output.usage.total_tokens
         if self.config.record_tokens:
             record_call(messages, output, self.config.record_tokens)
         output = as_reference_client(output)
@@ -775,6 +824,7 @@ def terminus2(
     keep_reasoning: bool = False,
     private_guidance: str | None = None,
     record_tokens: str | None = None,
+    token_budget: int | None = TOKEN_BUDGET,
     **options: Any,
 ) -> Agent:
     """Terminus 2 over tmux: Harbor 0.26's loop, wording from a selectable prompt pack.
@@ -801,6 +851,8 @@ def terminus2(
             which is never part of the recorded messages (the RSR executor's runbook).
         record_tokens: "engine" or a tokenizer: record every call's token ids and logprobs
             in the sample store (see rsr.harness.tokens), for RL training.
+        token_budget: Tokens (prompt + completion, all model calls) before the run stops;
+            0 or null: no budget.
     """
     refuse_unknown_options("rsr/terminus2", "-S", options, terminus2)
     config = Terminus2Config(
@@ -809,7 +861,7 @@ def terminus2(
         output_limit=output_limit, wait_mode=wait_mode, observation_limit=observation_limit,
         agent_timeout_sec=agent_timeout_sec, prompts=prompts, fixes=parse_fixes(fixes),
         keep_reasoning=keep_reasoning, private_guidance=private_guidance,
-        record_tokens=record_tokens)
+        record_tokens=record_tokens, token_budget=token_budget or None)
 
     async def execute(state: AgentState) -> AgentState:
         return await TerminalHarness(config)(state)

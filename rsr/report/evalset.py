@@ -125,9 +125,14 @@ def find_spec(name_or_path: str) -> Path:
     shipped = bundled(f"evals/{name_or_path}.yaml")
     if shipped is not None and shipped.is_file():
         return shipped
+    shipped_dir = bundled("evals")
+    names = sorted({p.stem for d in (Path.cwd() / "evals", shipped_dir) if d is not None and d.is_dir()
+                    for p in d.glob("*.yaml")})
+    hint = closest(name_or_path, names)
     raise RsrError(
         f"eval-set spec {name_or_path!r} not found (looked for the file and for "
-        f"evals/{name_or_path}.yaml); pass --spec PATH"
+        f"evals/{name_or_path}.yaml)" + (f"; did you mean {hint}?" if hint else "")
+        + f"; name a spec file's path or one of: {', '.join(names) or 'none'}"
     )
 
 
@@ -158,6 +163,42 @@ def check_agent(name: str, where: str) -> None:
     raise RsrError(f"{where} {name}: no registered agent or solver has that name"
                    + (f" (did you mean {hint}?)" if hint else "")
                    + f"; rsr's harnesses: {', '.join(HARNESSES)} (`rsr list` shows their options)")
+
+
+def model_providers() -> list[str]:
+    """The model providers Inspect knows in this process (its own and entry-point ones)."""
+    from inspect_ai._util.entrypoints import ensure_entry_points
+    from inspect_ai._util.registry import registry_find, registry_unqualified_name
+
+    try:  # Inspect registers its own providers when this module is imported
+        import inspect_ai.model._providers.providers  # noqa: F401
+    except ImportError:  # pragma: no cover - a newer Inspect moved it: the lookup still works
+        pass
+    ensure_entry_points()
+    return sorted({registry_unqualified_name(info) for info in
+                   (getattr(o, "__registry_info__", None) for o in
+                    registry_find(lambda i: i.type == "modelapi")) if info is not None})
+
+
+def check_model(model: str | None, where: str = "--model") -> None:
+    """Refuse a model whose provider Inspect does not know, before anything runs.
+
+    Inspect would say so only when the eval starts, at the end of a 64-line traceback."""
+    if not model:
+        return  # Inspect's own default (INSPECT_EVAL_MODEL) applies
+    providers = model_providers()
+    if not providers:
+        return
+    for name in model.split(","):
+        provider, sep, rest = name.strip().partition("/")
+        if not sep or not rest:
+            raise RsrError(f"{where} {name}: expected PROVIDER/MODEL, e.g. openai/gpt-4o or "
+                           "vllm/CHECKPOINT")
+        if provider not in providers:
+            hint = closest(provider, providers)
+            raise RsrError(f"{where} {name}: Inspect has no model provider {provider!r}"
+                           + (f" (did you mean {hint}/{rest}?)" if hint else "")
+                           + f"; its providers: {', '.join(providers)}")
 
 
 def run_eval_set(
@@ -193,11 +234,13 @@ def run_eval_set(
     override the spec's; generate holds Inspect generate options (temperature, max_tokens...).
     """
     from inspect_ai import Epochs, eval_set
+    from inspect_ai._util.error import PrerequisiteError
     from inspect_ai.solver import SolverSpec
     from inspect_ai.util import registry_create
 
     import rsr._registry  # noqa: F401  (registers rsr/* tasks and agents in this process)
 
+    check_model(model)
     check_agent(agent or spec.agent, "--agent" if agent else f"eval set {spec.name!r}: agent")
     tasks = []
     for suite in spec.suites:
@@ -219,36 +262,47 @@ def run_eval_set(
     if not tasks:
         raise RsrError(f"eval set {spec.name!r}: none of its suites is available here")
     agent_args = {**spec.agent_args, **(solver_args or {})}
-    metadata = {"rsr_eval_set": spec.name, "rsr_epochs": spec.epochs}
+    # `inspect view` lists logs by task: the oracle's run and the null run of rsr/core look the
+    # same unless the agent is among the log's tags (Inspect never tells a task its solver).
+    agent_name = agent or spec.agent
+    metadata = {"rsr_eval_set": spec.name, "rsr_epochs": spec.epochs, "rsr_agent": agent_name}
     if label:
         metadata["rsr_label"] = label
     with log_dir_lock(log_dir, command or f"run_eval_set({spec.name!r})"):
         before = set(Path(log_dir).glob("*.eval"))
         result: tuple[bool, list[Any]] | None = None
         with interruptible() as stop:
-            result = eval_set(
-                tasks=tasks,
-                log_dir=str(log_dir),
-                model=model,
-                model_args=model_args or {},
-                model_base_url=model_base_url,
-                # Inspect builds the solver from `args_passed`; `args` is only what the log records.
-                solver=SolverSpec(agent or spec.agent, agent_args, args_passed=agent_args),
-                epochs=Epochs(spec.epochs, spec.reducers),
-                retry_attempts=spec.retry_attempts,
-                fail_on_error=spec.fail_on_error,
-                time_limit=spec.limits.time_limit,
-                working_limit=spec.limits.working_limit,
-                message_limit=spec.limits.message_limit,
-                token_limit=spec.limits.token_limit,
-                max_samples=max_samples or spec.max_samples,
-                limit=limit,
-                max_sandboxes=spec.max_sandboxes,
-                metadata=metadata,
-                tags=[t for t in (spec.name, label) if t],
-                display=display,  # type: ignore[arg-type]
-                **(generate or {}),
-            )
+            try:
+                result = eval_set(
+                    tasks=tasks,
+                    log_dir=str(log_dir),
+                    model=model,
+                    model_args=model_args or {},
+                    model_base_url=model_base_url,
+                    # Inspect builds the solver from `args_passed`; `args` is only what the log records.
+                    solver=SolverSpec(agent or spec.agent, agent_args, args_passed=agent_args),
+                    epochs=Epochs(spec.epochs, spec.reducers),
+                    retry_attempts=spec.retry_attempts,
+                    fail_on_error=spec.fail_on_error,
+                    time_limit=spec.limits.time_limit,
+                    working_limit=spec.limits.working_limit,
+                    message_limit=spec.limits.message_limit,
+                    token_limit=spec.limits.token_limit,
+                    max_samples=max_samples or spec.max_samples,
+                    limit=limit,
+                    max_sandboxes=spec.max_sandboxes,
+                    metadata=metadata,
+                    tags=[t for t in (spec.name, label, agent_name) if t],
+                    display=display,  # type: ignore[arg-type]
+                    **(generate or {}),
+                )
+            except PrerequisiteError as e:
+                if "log-dir-allow-dirty" not in str(e):
+                    raise
+                # Inspect's advice names its own `--log-dir-allow-dirty`, which rsr eval does not take.
+                raise RsrError(f"--log-dir {log_dir} holds logs of another eval set or of other tasks "
+                               f"({_file_named(str(e))}); use a fresh --log-dir for this run, or move "
+                               "those logs out") from e
         # Inspect reports a cancelled run as finished (an empty list of logs, "Completed all
         # tasks"): the logs it wrote as `cancelled` and the signal seen are what tell.
         cancelled = [p for p in set(Path(log_dir).glob("*.eval")) - before if _status(p) == "cancelled"]
@@ -293,3 +347,12 @@ def _status(path: Path) -> str:
         return read_eval_log(str(path), header_only=True).status
     except Exception:  # a log still being written, or removed by Inspect's retry clean-up
         return "unknown"
+
+
+def _file_named(message: str) -> str:
+    """The log file an Inspect log-directory message names ("Existing log file 'X' ...")."""
+    import re
+
+    found = re.search(r"'([^']+\.(?:eval|json))'", message)
+    return found.group(1) if found else "see the directory"
+

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
 from rsr.errors import RsrError
-from rsr.report.leaderboard import LeaderboardEntry
+from rsr.report.leaderboard import LeaderboardEntry, SuiteResult
 
 __all__ = ["DEFAULT_TEMPLATE", "README_END", "README_START", "build_site", "readme_table",
            "update_readme"]
@@ -18,6 +19,24 @@ README_END = "<!-- leaderboard:end -->"
 # Suites whose headline number is the mean process reward (Table 5 reports LHTB by it):
 # their pass rate alone would hide the partial credit the suite is built to measure.
 PROCESS_SUITES = {"lhtb"}
+
+
+def wilson(mean: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a pass rate over n tasks. It stays inside [0, 1], where
+    mean ± 1.96 standard errors does not (one pass in three tasks read "33.3% ± 65.3")."""
+    if n <= 0:
+        return 0.0, 1.0
+    mean = min(max(mean, 0.0), 1.0)
+    denom = 1 + z * z / n
+    centre = (mean + z * z / (2 * n)) / denom
+    half = z * math.sqrt(mean * (1 - mean) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def score_text(result: SuiteResult) -> str:
+    """A suite's score as the board shows it: the mean pass rate and its 95% interval."""
+    lo, hi = wilson(result.metrics.mean, result.metrics.n_tasks)
+    return f"{100 * result.metrics.mean:.1f}% (95% CI {100 * lo:.1f}–{100 * hi:.1f})"
 
 
 def suites_of(entries: list[LeaderboardEntry]) -> list[str]:
@@ -50,7 +69,7 @@ def readme_table(entries: list[LeaderboardEntry], k: int = 3) -> str:
             excl = "" if not m.n_infra else (
                 f" (excl. {m.n_infra} infra: "
                 f"{'n/a' if m.mean_excl_infra is None else f'{100 * m.mean_excl_infra:.1f}%'})")
-            scores.append(f"{100 * m.mean:.1f}% ± {100 * r.ci95:.1f}{excl}")
+            scores.append(score_text(r) + excl)
             passes.append("n/a" if r.metrics.pass_at_k is None
                           else f"{100 * r.metrics.pass_at_k:.1f}%")
         process = [f"{e.suites[s].metrics.process:.2f}" if s in e.suites else "missing"
@@ -87,8 +106,10 @@ def _plot_suite(entries: list[LeaderboardEntry], suite: str, path: Path, k: int)
     fig, ax = plt.subplots(figsize=(7, 0.5 * max(len(rows), 1) + 1.4))
     names = [f"{e.model_name} ({e.harness})" for e in rows]
     means = [e.suites[suite].metrics.mean for e in rows]
-    errs = [e.suites[suite].ci95 for e in rows]
-    ax.barh(names, means, xerr=errs, color="#4c72b0", capsize=3, label="score (mean ± 95% CI)")
+    bounds = [wilson(e.suites[suite].metrics.mean, e.suites[suite].metrics.n_tasks) for e in rows]
+    errs = [[m - lo for m, (lo, _) in zip(means, bounds, strict=True)],
+            [hi - m for m, (_, hi) in zip(means, bounds, strict=True)]]
+    ax.barh(names, means, xerr=errs, color="#4c72b0", capsize=3, label="score (mean, 95% CI)")
     passes = [e.suites[suite].metrics.pass_at_k for e in rows]
     ax.scatter([p for p in passes if p is not None],
                [n for n, p in zip(names, passes, strict=True) if p is not None],
@@ -126,7 +147,7 @@ def build_site(entries: list[LeaderboardEntry], out: Path, *, title: str, k: int
     html = env.from_string(source).render(
         title=title, k=k, suites=suites, process_suites=PROCESS_SUITES, test_board=test_board,
         rows=sorted(entries, key=lambda e: e.id),  # the page's script ranks them
-        entries=entries,
+        entries=entries, score_text=score_text,
         ranks={e.id: i for i, e in enumerate(_ranked(entries, suites), start=1)},
         default_sort=f"{suites[0]}-score" if suites else "model",
         built=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),

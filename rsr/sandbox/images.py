@@ -112,7 +112,7 @@ def find_image_map(images: str | Path | None = None) -> ImageMap:
     if not found:
         raise RsrError(f"no image map for the k8s sandbox in {folder}: push the task images first "
                        "with `rsr images build SUITE|PATH --push REGISTRY` (a cluster cannot build "
-                       "images), or name a map with -T images=FILE or ${IMAGE_MAP_ENV}")
+                       f"images), or name a map with -T images=FILE or ${IMAGE_MAP_ENV}")
     raise RsrError(f"{len(found)} image maps in {folder} ({', '.join(p.name for p in found)}): "
                    f"choose one with -T images=FILE|REGISTRY or ${IMAGE_MAP_ENV}")
 

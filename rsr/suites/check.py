@@ -66,6 +66,30 @@ class TaskReport:
     def ok(self) -> bool:
         return not self.findings
 
+    def seen(self) -> list[str]:
+        """What the isolation and leak probes saw, in words: a clean result is shown too, so a
+        run of `--only leak,isolation` says what was checked, not just "ok"."""
+        lines: list[str] = []
+        if self.isolation:
+            dirs = self.isolation.get("visible_dirs") or []
+            files = self.isolation.get("leaked_test_files") or []
+            ifaces = self.isolation.get("interfaces") or []
+            lines.append("isolation: " + "; ".join([
+                f"visible to the agent: {', '.join(dirs)}" if dirs
+                else "/tests and /solution not visible to the agent",
+                f"test files in the image: {', '.join(files)}" if files
+                else "no test file in the image",
+                f"network interfaces: {', '.join(ifaces) or 'none'}"]))
+        if self.leak_probe is not None:
+            probe = self.leak_probe
+            found = probe.get("findings") or []
+            what = (f"could read {len(found)}: {', '.join(found[:8])}" if found else
+                    "read neither the tests nor the checker's expected outputs")
+            lines.append(f"leak: {probe.get('probes', 0)} probe(s) run as the deliverable "
+                         f"({probe.get('user') or 'nobody'}, {probe.get('mode') or 'unprivileged'}): "
+                         f"{what}")
+        return lines
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": self.path, "ok": self.ok, "findings": self.findings,
                 "warnings": self.warnings, "leak_probe": self.leak_probe,

@@ -20,7 +20,7 @@ from rsr.sandbox.pull import DEFAULT_POLICY, IMAGE_POLICIES, split_images_option
 from rsr.suites.registry import PinCheck, check_pin, resolve_suite_path
 from rsr.suites.sandbox_choice import check_kind, sandbox_spec
 from rsr.suites.sandbox_guard import SANDBOX_TYPE_KEY, sandbox_guard
-from rsr.tasks.load import LoadedTask, load_dataset, verifier_mode
+from rsr.tasks.load import LoadedTask, load_dataset, split_patterns, verifier_mode
 from rsr.verify.scorer import verifier
 
 # Harbor creates these, world-writable, before the agent starts (installed agents log to
@@ -153,6 +153,9 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
     root = root.expanduser().resolve()
     if network not in NETWORK_POLICIES:
         raise RsrError(f"-T network={network!r}: expected one of {', '.join(NETWORK_POLICIES)}")
+    if tasks is not None and not split_patterns(tasks):
+        raise RsrError(f"rsr/{suite}: -T tasks= names no task; name some (-T tasks=hello-world,git-*) "
+                       "or leave -T tasks out to run the whole suite")
     loaded = load_dataset(root, tasks, exclude)
     if loaded.errors:
         raise DatasetLoadError(loaded.errors)
@@ -207,13 +210,22 @@ def split_gpu_tasks(tasks: list[LoadedTask], kind: str) -> tuple[list[LoadedTask
     return [t for t in tasks if t.name not in names], not_run, check.how
 
 
+ALL_TASKS = "*"
+"""The registered suites' `tasks` default: Inspect hands an empty `-T tasks=` over as None, which
+must not mean "every task" (it would run the whole suite when the user meant to name some)."""
+
+
+def _selection(tasks: str | list[str] | None) -> str | list[str] | None:
+    return None if tasks == ALL_TASKS else ("" if tasks is None else tasks)
+
+
 def _suite(name: str):  # noqa: ANN202 - builds a registered @task per suite
     # `**options`: Inspect would drop an undeclared `-T` with a warning (rsr.options says why).
-    def factory(path: str | None = None, tasks: str | None = None, exclude: str | None = None,
+    def factory(path: str | None = None, tasks: str | None = ALL_TASKS, exclude: str | None = None,
                 network: str = "task", unpinned: bool = False, sandbox: str = "docker", images: str | None = None,
                 integrity: str = "auto", evidence: bool = False, **options: Any) -> Task:
         refuse_unknown_options(f"rsr/{name}", "-T", options, factory)
-        return suite_task(name, path, tasks, exclude, network=network, unpinned=unpinned, sandbox=sandbox,
+        return suite_task(name, path, _selection(tasks), exclude, network=network, unpinned=unpinned, sandbox=sandbox,
                           images=images, integrity=integrity, evidence=evidence)
 
     factory.__name__ = name
@@ -238,12 +250,12 @@ lhtb = _suite("lhtb")
 
 
 @task
-def harbor(path: str | None = None, tasks: str | None = None, exclude: str | None = None,
+def harbor(path: str | None = None, tasks: str | None = ALL_TASKS, exclude: str | None = None,
            network: str = "task", sandbox: str = "docker", images: str | None = None,
            integrity: str = "auto", evidence: bool = False, **options: Any) -> Task:
     """Any Harbor (or Terminal-Bench 1) dataset directory or single task directory."""
     refuse_unknown_options("rsr/harbor", "-T", options, harbor)
     if path is None:
         raise RsrError("rsr/harbor: name the dataset or task directory with -T path=DIR")
-    return tasks_task("harbor", Path(path), tasks, exclude, network=network, sandbox=sandbox, images=images,
+    return tasks_task("harbor", Path(path), _selection(tasks), exclude, network=network, sandbox=sandbox, images=images,
                       integrity=integrity, evidence=_flag(evidence))

@@ -126,7 +126,8 @@ def resolve_suite_path(suite: str, path: str | None = None) -> Path:
             raise RsrError(f"{suite}: -T path={path} does not exist")
         return p
     if spec.local:
-        # The user's tree first (`rsr tasks new` writes into ./tasks/core), then the copy rsr ships.
+        # The user's tree first (a checkout's, edited), then the copy rsr ships. `rsr tasks new`
+        # writes into ./my-tasks, which no suite reads.
         here = Path.cwd() / spec.local
         if here.is_dir():
             return here

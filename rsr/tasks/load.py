@@ -17,7 +17,14 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from rsr.errors import DatasetLoadError, TaskFormatError
-from rsr.tasks.models import DatasetConfig, TaskConfig, TaskFormat, TB1SolutionStep, TB1TaskConfig
+from rsr.tasks.models import (
+    DatasetConfig,
+    TaskConfig,
+    TaskFormat,
+    TB1SolutionStep,
+    TB1TaskConfig,
+    unknown_key_warning,
+)
 from rsr.tasks.parity import harbor_differences, verifier_mode
 from rsr.tasks.paths import TaskPaths
 
@@ -72,7 +79,7 @@ class LoadedTask:
 
     def harbor_differences(self) -> list[str]:
         """What would run differently under rsr than under Harbor 0.26 (empty: nothing)."""
-        return harbor_differences(self)
+        return harbor_differences(self.config, self.parser_name)
 
     @property
     def step_name(self) -> str | None:
@@ -295,7 +302,7 @@ def _load_harbor(paths: TaskPaths) -> LoadedTask:
             raise errors[0]
         raise DatasetLoadError(errors)
     assert config is not None
-    warnings = tuple(f"{paths.config_path}: unknown key '{k}'" for k in config.unknown_keys())
+    warnings = tuple(unknown_key_warning(paths.config_path, k, hint) for k, hint in config.unknown_key_hints())
     warnings += tuple(f"{paths.config_path}: {w}" for w in config.version_warnings())
     solutions = [paths.step_solution_dir(st.name) / "solve.sh" for st in config.steps] or [paths.solve_script]
     for solve in solutions:
@@ -354,7 +361,7 @@ def _load_tb1(paths: TaskPaths) -> LoadedTask:
             raise errors[0]
         raise DatasetLoadError(errors)
     config = tb1.to_task_config(paths.task_dir.name)
-    warnings = tuple(f"{paths.tb1_config_path}: unknown key '{k}'" for k in tb1.unknown_keys())
+    warnings = tuple(unknown_key_warning(paths.tb1_config_path, k, hint) for k, hint in tb1.unknown_key_hints())
     sol_yaml = paths.task_dir / "solution.yaml"
     if not (paths.task_dir / "solution.sh").is_file() and not sol_yaml.is_file():
         warnings += (f"{paths.task_dir}: no solution.sh or solution.yaml (the oracle cannot run)",)

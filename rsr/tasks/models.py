@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from rsr.errors import closest
+
 SUPPORTED_SCHEMA_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4")
 
 
@@ -52,15 +54,28 @@ class ForeignModel(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     def unknown_keys(self, prefix: str = "") -> list[str]:
-        keys = [f"{prefix}{k}" for k in (self.model_extra or {})]
+        return [key for key, _ in self.unknown_key_hints(prefix)]
+
+    def unknown_key_hints(self, prefix: str = "") -> list[tuple[str, str | None]]:
+        """Each unknown key (dotted path) with the known key of its table it most likely
+        misspells, if one is close (`timeout_secs` -> `timeout_sec`)."""
+        known = [f.alias or name for name, f in type(self).model_fields.items()]
+        known += [name for name in type(self).model_fields if name not in known]
+        keys = [(f"{prefix}{k}", closest(k, known)) for k in (self.model_extra or {})]
         for name, value in self:
             if isinstance(value, ForeignModel):
-                keys.extend(value.unknown_keys(f"{prefix}{name}."))
+                keys.extend(value.unknown_key_hints(f"{prefix}{name}."))
             elif isinstance(value, list):
                 for i, item in enumerate(value):
                     if isinstance(item, ForeignModel):
-                        keys.extend(item.unknown_keys(f"{prefix}{name}[{i}]."))
+                        keys.extend(item.unknown_key_hints(f"{prefix}{name}[{i}]."))
         return keys
+
+
+def unknown_key_warning(path: object, key: str, hint: str | None) -> str:
+    where = key.rpartition(".")[0]
+    meant = f" (did you mean '{where + '.' if where else ''}{hint}'?)" if hint else ""
+    return f"{path}: unknown key '{key}'{meant}"
 
 
 class Author(ForeignModel):

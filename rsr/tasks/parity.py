@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rsr.tasks.load import LoadedTask
     from rsr.tasks.models import TaskConfig
 
 UNSUPPORTED: frozenset[str] = frozenset({
@@ -19,8 +18,10 @@ UNSUPPORTED: frozenset[str] = frozenset({
 """Harbor features rsr does not run yet (names used below)."""
 
 
-def harbor_differences(task: LoadedTask, unsupported: frozenset[str] = UNSUPPORTED) -> list[str]:
-    cfg = task.config
+def harbor_differences(cfg: TaskConfig, parser_name: str | None = None,
+                       unsupported: frozenset[str] = UNSUPPORTED) -> list[str]:
+    """The lines for a task's config; `parser_name` is the TB1 parser that scores it, if any
+    (`LoadedTask.harbor_differences` passes both)."""
     env = cfg.environment
     out: list[str] = []
 
@@ -56,8 +57,8 @@ def harbor_differences(task: LoadedTask, unsupported: frozenset[str] = UNSUPPORT
         out.append(f"environment.cpus not set: Harbor leaves CPU unlimited, rsr caps it at {env.cpus:g}")
     if not env.explicitly_set("memory_mb") and "memory" not in (env.model_extra or {}):
         out.append(f"environment.memory_mb not set: Harbor leaves memory unlimited, rsr caps it at {env.memory_mb} MB")
-    if task.tb1 is not None and task.tb1.parser_name != "pytest":
-        out.append(f"scored by Terminal-Bench 1's '{task.tb1.parser_name}' parser, as TB1 did; Harbor's TB1 "
+    if parser_name is not None and parser_name != "pytest":
+        out.append(f"scored by Terminal-Bench 1's '{parser_name}' parser, as TB1 did; Harbor's TB1 "
                    "migration scores the exit code of run-tests.sh instead")
     return out
 

@@ -182,7 +182,7 @@ async def _download(entry: ArtifactSection, dest: Path, claimed: list[PurePosixP
     claimed.append(rel)
     try:
         from rsr.sandbox import engine
-        from rsr.verify.verifier import container_of
+        from rsr.sandbox.backing import container_of
 
         container = await container_of(_service_sandbox(entry.service))
         if container is None:

@@ -86,13 +86,35 @@ async def _regrade_finished(state: TaskState, task: LoadedTask) -> VerifierResul
     return await regrade_record(task, record, store)
 
 
+HARNESS_RESULT = "rsr_harness_result"
+"""Sample store key the harnesses (a layer above) record their end in: `end_reason`, and `note`
+when the agent could not do its job (the oracle of a task without solve.sh)."""
+
+
+def _agent_end() -> dict[str, Any]:
+    """Why the agent stopped, for the score: a budget or a refusal loop is not the tests' doing."""
+    try:
+        result = store().get(HARNESS_RESULT) or {}
+    except Exception:  # no sample store (a regrade outside a sample)
+        return {}
+    if not isinstance(result, dict) or not result.get("end_reason"):
+        return {}
+    end = {"agent_end_reason": result["end_reason"]}
+    return {**end, "agent_note": result["note"]} if result.get("note") else end
+
+
 def _score(result: VerifierResult, task: LoadedTask, evidence: dict[str, Any] | None,
            extra: dict[str, Any] | None = None) -> Score:
+    agent = _agent_end()
+    explanation = result.explanation
+    if agent.get("agent_note"):
+        explanation = f"{agent['agent_note']}\n\n{explanation or ''}".rstrip("\n")
     return Score(
         value=result.score_value(),
         answer="passed" if result.passed else "failed",
-        explanation=result.explanation,
+        explanation=explanation,
         metadata={
+            **agent,
             "milestones": result.milestones,
             "metrics": result.metrics,
             "error": result.error,

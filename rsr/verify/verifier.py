@@ -31,6 +31,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from rsr.sandbox.backing import container_of
 from rsr.sandbox.infra import InfraError, infra_error_of
 from rsr.tasks.load import TESTS_MOUNT, VERIFIER_LOG_DIR, LoadedTask
 from rsr.tasks.models import expand_env
@@ -234,23 +235,6 @@ def strictness(task: LoadedTask, integrity: Integrity) -> Literal["strict", "war
 def _failed(error: str, explanation: str, started: float, **extra: Any) -> VerifierResult:
     return VerifierResult(passed=False, reward=0.0, process=0.0, error=error, explanation=explanation,
                           duration_sec=time.monotonic() - started, **extra)
-
-
-async def container_of(sbx: Any) -> str | None:
-    """The engine container behind a sandbox, when there is one."""
-    # Inspect hands out its sandboxes wrapped in an event-logging proxy.
-    sbx = getattr(sbx, "_sandbox", sbx)
-    container = getattr(sbx, "container", None)
-    if isinstance(container, str) and container:
-        return container
-    try:
-        from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
-    except ImportError:  # pragma: no cover - Inspect without its docker provider
-        return None
-    if isinstance(sbx, DockerSandboxEnvironment):
-        connection = await sbx.connection()
-        return connection.container
-    return None
 
 
 @contextlib.asynccontextmanager

@@ -62,3 +62,26 @@ GIT = TaskMaterial.of(load_task(CORE / "git-recover-lost-work"))
 ])
 def test_hash_leaks_match_short_and_upper_case_hidden_ids(text: str, leaks: bool) -> None:
     assert bool(hash_leaks(text, hidden_hashes(GIT), GIT.public)) == leaks
+
+
+def _count_task(tmp_path: Path) -> TaskMaterial:
+    import shutil
+
+    d = tmp_path / "count-errors"
+    shutil.copytree(CORE / "hello-world", d)
+    (d / "instruction.md").write_text("Write how many lines of /app/app.log are errors to /app/count.txt.\n")
+    (d / "solution" / "solve.sh").write_text("#!/bin/bash\ngrep -c ' ERROR ' /app/app.log > /app/count.txt\n")
+    return TaskMaterial.of(load_task(d))
+
+
+@pytest.mark.parametrize(("text", "leaks"), [
+    # The solution's one-line pipeline, re-quoted: each command alone is too short to count.
+    ("Run exactly: grep -c ' ERROR ' /app/app.log > /app/count.txt", True),
+    ("grep -c \" ERROR \" /app/app.log >/app/count.txt", True),
+    # Said in words, or only part of it: not the solution's command.
+    ("Count the error lines of /app/app.log with grep and write the number to /app/count.txt", False),
+    ("grep ERROR /app/app.log | head", False),
+])
+def test_command_leaks_reject_a_short_solution_pipeline_quoted_verbatim(
+        tmp_path: Path, text: str, leaks: bool) -> None:
+    assert bool(command_leaks(text, _count_task(tmp_path))) == leaks

@@ -12,7 +12,7 @@ from typing import Any
 from inspect_ai import eval as inspect_eval
 from inspect_ai.agent import Agent, as_solver
 from inspect_ai.log import EvalSample
-from inspect_ai.model import ChatMessage, ModelOutput, ModelUsage, get_model
+from inspect_ai.model import ChatMessage, Model, ModelOutput, ModelUsage, get_model
 
 from rsr.suites.inspect_tasks import tasks_task
 
@@ -53,15 +53,16 @@ def task_copy(tmp_path: Path, name: str = "hello-world", **toml_replace: str) ->
 
 
 def run(agent: Agent, outputs: Iterable[str | ModelOutput] | Callable[..., ModelOutput],
-        root: Path = CORE, tasks: str = "hello-world", log_dir: Path | None = None
-        ) -> EvalSample:
+        root: Path = CORE, tasks: str = "hello-world", log_dir: Path | None = None,
+        model: Model | None = None) -> EvalSample:
     if log_dir is None:
         log_dir = Path(tempfile.mkdtemp(prefix="rsr-harness-logs-"))
     if callable(outputs):
         custom: Any = outputs
     else:
         custom = [o if isinstance(o, ModelOutput) else output(o) for o in outputs]
-    model = get_model("mockllm/model", custom_outputs=custom)
+    if model is None:
+        model = get_model("mockllm/model", custom_outputs=custom)
     logs = inspect_eval(tasks_task("core", root, tasks, None), solver=as_solver(agent),
                         model=model, display="none", log_dir=str(log_dir),
                         log_format="eval", fail_on_error=False)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from harness_scripted import WRITE_HELLO, WRITE_WRONG, kinds, output, passed, reply, run
+from harness_scripted import CORE, WRITE_HELLO, WRITE_WRONG, kinds, output, passed, reply, run
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
 from inspect_ai.solver import SolverSpec
@@ -11,7 +11,7 @@ from inspect_ai.solver import SolverSpec
 from rsr.harness.control import turn_meta
 from rsr.harness.rsrt import rsrt
 from rsr.harness.statem import statem
-from rsr.harness.terminus2 import STORE_RESULT, STORE_SETTINGS
+from rsr.harness.terminus2 import IDENTICAL_REFUSALS, STORE_RESULT, STORE_SETTINGS, terminus2
 
 pytestmark = pytest.mark.docker
 
@@ -48,6 +48,35 @@ def test_statem_refused_move_types_nothing_and_the_run_fails():
                for t in texts)
     result = sample.store[STORE_RESULT]
     assert result["final_state"] == "understand" and result["end_reason"] == "max_episodes"
+    assert passed(sample) == 0.0
+
+
+def test_statem_stops_when_the_readme_fixture_repeats_a_refused_completion():
+    # The README's fixture never names a next state: its completion is refused in every turn,
+    # and the same reply repeats (before: 200 refusals, 401 messages, 2.0 M tokens).
+    model = get_model("rsr-scripted/agent",
+                      fixture=str(CORE.parents[1] / "examples/scripted/hello-world.yaml"))
+    sample = run(statem(wait_mode="adaptive"), [], model=model)
+    result = sample.store[STORE_RESULT]
+    assert result["end_reason"] == "repeated_refusal"
+    assert result["turns"] == 2 + IDENTICAL_REFUSALS
+    assert len(sample.messages) < 20
+    notes = [sample.attachments.get(e.data.removeprefix("attachment://"), e.data)
+             for e in sample.events if e.event == "info" and isinstance(e.data, str)]
+    assert any("same refused reply 5 times in a row" in n and "task_complete ignored" in n
+               for n in notes)
+    score = next(iter(sample.scores.values()))
+    assert score.metadata["agent_end_reason"] == "repeated_refusal"
+    assert passed(sample) == 1.0  # the file was written in the first turn
+
+
+def test_terminus2_stops_when_its_token_budget_is_spent():
+    # Each scripted call costs 240 tokens: the budget of 500 is spent after the third.
+    sample = run(terminus2(wait_mode="adaptive", token_budget=500),
+                 [reply(("ls /app\n", 0.2)) for _ in range(10)])
+    result = sample.store[STORE_RESULT]
+    assert result["end_reason"] == "token_budget"
+    assert result["turns"] == 3 and result["tokens_used"] == 720
     assert passed(sample) == 0.0
 
 

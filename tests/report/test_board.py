@@ -49,3 +49,23 @@ def test_task_set_digest_does_ignore_order_and_see_content() -> None:
     a = task_set_digest([("x", "sha256:1"), ("y", "sha256:2")])
     assert a == task_set_digest([("y", "sha256:2"), ("x", "sha256:1")])
     assert a != task_set_digest([("x", "sha256:1"), ("y", "sha256:3")])
+
+
+@pytest.mark.parametrize(("mean", "n"), [(1 / 3, 3), (0.0, 1), (1.0, 2), (0.5, 2), (0.9, 40)])
+def test_board_score_interval_does_stay_within_0_and_100_percent(mean: float, n: int) -> None:
+    # The board used to show mean ± 1.96 standard errors: "33.3% ± 65.3" for one pass in three.
+    from rsr.report.site import wilson
+
+    lo, hi = wilson(mean, n)
+    assert 0.0 <= lo <= mean <= hi <= 1.0
+    assert hi - lo < 1.0
+
+
+def test_board_readme_table_does_show_an_interval_inside_0_and_100_percent() -> None:
+    from rsr.report.leaderboard import SuiteResult
+    from rsr.report.site import score_text
+
+    fields = SuiteResult.model_fields
+    result = SuiteResult.model_construct(**{name: None for name in fields})
+    result.metrics = type("M", (), {"mean": 1 / 3, "n_tasks": 3})()
+    assert score_text(result) == "33.3% (95% CI 6.1–79.2)"

@@ -146,6 +146,23 @@ def test_rsr_eval_run_does_apply_agent_args_and_inspect_run_options(tmp_path: Pa
     assert log.eval.config.max_samples == 1
 
 
+def test_rsr_eval_run_does_tag_each_log_with_its_agent(tmp_path: Path) -> None:
+    from inspect_ai.log import read_eval_log
+
+    from rsr.cli.main import main
+
+    _probe_registry()
+    spec = tmp_path / "probe.yaml"
+    spec.write_text("name: probe\nsuites: [{task: rsrtest/three}]\nepochs: 1\nreducers: [mean]\n"
+                    "agent: rsrtest/record\n")
+    assert main(["eval", "run", str(spec), "--model", "mockllm/model", "--label", "first",
+                 "--log-dir", str(tmp_path / "logs"), "--limit", "1"]) == 0
+    (log_file,) = (tmp_path / "logs").glob("*.eval")
+    log = read_eval_log(str(log_file), header_only=True)
+    assert sorted(log.eval.tags) == ["first", "probe", "rsrtest/record"]
+    assert log.eval.metadata["rsr_agent"] == "rsrtest/record"
+
+
 def test_rsr_eval_run_refuses_an_unregistered_agent_naming_the_closest_harness(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from rsr.cli.main import main
@@ -168,3 +185,47 @@ def test_rsr_eval_table5_refuses_a_typod_task_option_instead_of_skipping_every_s
     err = " ".join(capsys.readouterr().err.split())
     assert rc == 2, err
     assert "rsr/tb2: unknown option -T taks (did you mean -T tasks?)" in err, err
+
+
+def test_rsr_eval_run_refuses_an_unknown_model_provider_naming_the_closest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rsr.cli.main import main
+
+    rc = main(["eval", "run", "core", "--model", "vlm/foo", "--log-dir", str(tmp_path / "logs")])
+    captured = capsys.readouterr()
+    err = " ".join(captured.err.split())
+    assert rc == 2, err
+    assert "--model vlm/foo: Inspect has no model provider 'vlm' (did you mean vllm/foo?)" in err, err
+    assert "Traceback" not in err and len(err) < 1000
+    assert not captured.out  # nothing before the one line
+    assert not (tmp_path / "logs").exists() or not list((tmp_path / "logs").glob("*.eval"))
+
+
+def test_rsr_eval_run_rejects_a_log_dir_of_other_tasks_without_naming_options_it_lacks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+
+    from rsr.cli.main import main
+
+    logs = tmp_path / "logs"
+    inspect_eval(Task(dataset=[Sample(input="hi", target="hi")], name="other"), model="mockllm/model",
+                 log_dir=str(logs), display="none")
+    rc = main(["eval", "run", "core", "--model", "mockllm/model", "--agent", "rsr/null", "--limit", "1",
+               "--log-dir", str(logs)])
+    err = " ".join(capsys.readouterr().err.split())
+    assert rc == 2, err
+    assert f"--log-dir {logs} holds logs of another eval set or of other tasks" in err, err
+    assert "use a fresh --log-dir" in err and "allow-dirty" not in err
+
+
+def test_rsr_eval_run_rejects_an_unknown_spec_without_naming_options_it_lacks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rsr.cli.main import main
+
+    rc = main(["eval", "run", "tabel5", "--model", "mockllm/model", "--log-dir", str(tmp_path)])
+    err = " ".join(capsys.readouterr().err.split())
+    assert rc == 2, err
+    assert "eval-set spec 'tabel5' not found" in err and "did you mean table5?" in err, err
+    assert "--spec" not in err

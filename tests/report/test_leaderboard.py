@@ -200,7 +200,7 @@ def test_leaderboard_page_does_render_sorted_rows_in_headless_chromium(
     dom = _dump_dom(chromium, page, "", tmp_path / "profile1")
     assert _entry_order(dom) == ["oracle-oracle", "scripted-terminus2", "null-null"]
     assert 'data-sorted="core-score:desc"' in dom
-    assert "100.0% ± 0.0" in dom and "50.0% ± 98.0" in dom
+    assert "100.0% (95% CI 34.2–100.0)" in dom and "50.0% (95% CI 9.5–90.5)" in dom
 
     dom = _dump_dom(chromium, page, "#sort=model&dir=asc", tmp_path / "profile2")
     assert _entry_order(dom) == ["null-null", "oracle-oracle", "scripted-terminus2"]
@@ -295,7 +295,7 @@ def test_leaderboard_page_and_readme_do_show_process_reward_of_a_long_horizon_su
     readme = (board / "README.md").read_text()
     # Every run fails but earns half the milestones: the pass rate alone would say 0.
     assert "| # | model | harness | lhtb score | lhtb pass@3 | lhtb process | submitted |" in readme
-    assert "| 1 | m | oracle | 0.0% ± 0.0 | 0.0% | 0.50 |" in readme
+    assert "| 1 | m | oracle | 0.0% (95% CI 0.0–79.3) | 0.0% | 0.50 |" in readme
     page = (site / "index.html").read_text()
     assert 'data-key="lhtb-process"' in page and "0.50 ± 0.00" in page
 

@@ -92,10 +92,12 @@ def test_inspect_score_does_regrade_from_bundles_and_refuses_a_log_without_them(
         runs: dict[str, Path], tmp_path: Path) -> None:
     inspect = [str(Path(sys.executable).parent / "inspect"), "score", "--scorer", "rsr/verifier",
                "--action", "overwrite", "--display", "plain"]
-    out = tmp_path / "rescored.eval"
-    done = subprocess.run([*inspect, "--output-file", str(out), str(runs["oracle"])], capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    # The README's command, in place and without a terminal: without --overwrite Inspect asks
+    # whether to overwrite the file, and with no terminal to answer it exits 1.
+    out = _copy_run(runs["oracle"], tmp_path / "readme")
+    done = subprocess.run([*inspect, "--overwrite", str(out)], capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
     assert read_eval_log(str(out)).results.scores[0].metrics["mean"].value == 1.0
 
     old = read_eval_log(str(runs["oracle"]))  # a log written before bundles existed
@@ -104,7 +106,7 @@ def test_inspect_score_does_regrade_from_bundles_and_refuses_a_log_without_them(
     bare = tmp_path / "bare.eval"
     write_eval_log(old, str(bare))
     done = subprocess.run([*inspect, "--output-file", str(tmp_path / "zero.eval"), str(bare)], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, stdin=subprocess.DEVNULL)
     text = " ".join((done.stdout + done.stderr).split())
     assert done.returncode != 0 and not (tmp_path / "zero.eval").exists()
     assert "has no sandbox any more (the run finished) and its log keeps no evidence bundle" in text

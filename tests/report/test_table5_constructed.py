@@ -118,3 +118,14 @@ def test_paper_columns_match_folder_style_labels() -> None:
     assert paper.column_for("direct") == "Direct SFT" == paper.column_for("direct-sft")
     assert paper.column_for("base") == "Base" and paper.column_for("mine") is None
     assert paper.value("tb2", "pass_at_3", "rsr") == pytest.approx(0.742)
+
+
+def test_table5_cli_rejects_a_folder_without_logs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rsr.cli.main import main
+
+    (tmp_path / "empty").mkdir()
+    rc = main(["report", "table5", str(tmp_path / "empty"), "--out", str(tmp_path / "report")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert rc not in (0, None), err
+    assert f"{tmp_path / 'empty'}: no .eval logs found" in err, err
+    assert not (tmp_path / "report").exists()

@@ -159,3 +159,19 @@ def test_leak_probe_passes_the_kit_and_fails_a_checker_that_hands_out_its_answer
     assert any("/tmp/answer.txt" in f for f in leaky.findings), leaky.to_dict()
     none = reports["kit-none"]
     assert none.ok and any("do not use rsr_check" in w for w in none.warnings), none.to_dict()
+
+
+@pytest.mark.docker
+def test_tasks_check_does_print_what_the_leak_and_isolation_probes_saw(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A clean result used to print only "-" and "ok": the findings were in --json-out alone.
+    from rsr.cli.main import main
+
+    rc = main(["tasks", "check", "core", "--only", "leak,isolation", "--runs", "1", "--tasks", "hello-world",
+               "--log-dir", str(tmp_path / "logs")])
+    out = " ".join(capsys.readouterr().out.split())
+    assert rc in (0, None), out
+    assert ("hello-world: isolation: /tests and /solution not visible to the agent; no test file in the "
+            "image; network interfaces: lo") in out, out
+    assert "hello-world: leak: " in out and "run as the deliverable (nobody, unprivileged): read neither the " \
+        "tests nor the checker's expected outputs" in out, out

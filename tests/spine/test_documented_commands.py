@@ -77,8 +77,10 @@ COMMANDS: dict[str, Doc] = {
     "source .venv/bin/activate": Doc("shell"),
     "rsr doctor": Doc("run"),
     "rsr list": Doc("run"),
-    "inspect eval rsr/core --solver rsr/oracle --epochs 3 --epochs-reducer mean,pass_at_3": Doc("run", extra=LIMIT),
-    "inspect eval rsr/core --solver rsr/null": Doc("run", extra=LIMIT),
+    "rsr list --tasks core": Doc("run"),
+    "inspect eval rsr/core --solver rsr/oracle --epochs 3 --epochs-reducer mean,pass_at_3 --tags oracle": Doc(
+        "run", extra=LIMIT),
+    "inspect eval rsr/core --solver rsr/null --tags null": Doc("run", extra=LIMIT),
     "inspect eval rsr/core -T tasks=hello-*,git-* -T exclude=\"*-slow\" --solver rsr/oracle": Doc("run", extra=LIMIT),
     "inspect eval rsr/harbor -T path=/some/harbor/dataset --solver rsr/oracle": Doc(
         "run", extra=LIMIT, as_run="inspect eval rsr/harbor -T path=tasks/core --solver rsr/oracle"),
@@ -89,13 +91,14 @@ COMMANDS: dict[str, Doc] = {
     "rsr tasks fetch tb2": Doc("static", NET + " (GitHub)"),
     "rsr tasks fetch tb4": Doc("static", NET + " (the Harbor hub)"),
     "rsr tasks new my-task --category databases --milestones": Doc("run"),
-    "rsr tasks check tasks/core/my-task": Doc("run", extra="--runs 1"),
+    "rsr tasks check my-tasks/my-task": Doc("run", extra="--runs 1"),
     "rsr tasks check core --only oracle,null --runs 1": Doc("run", extra="--tasks hello-world"),
     "rsr tasks catalog tasks/core": Doc("run"),
     "rsr tasks check core --only leak --runs 1": Doc("run", extra="--tasks hello-world"),
     "rsr tasks shell hello-world --oracle --tests": Doc("run", own_process=True),
     "inspect eval rsr/tb2 --solver rsr/oracle -T network=none": Doc("static", NET + " (rsr tasks fetch tb2)"),
     "rsr tasks new word-counts --category text-processing --difficulty easy": Doc("run"),
+    "inspect eval rsr/harbor -T path=my-tasks/word-counts --solver rsr/oracle": Doc("run"),
     # README: harnesses (the scripted model is the default model of every run below)
     "inspect eval rsr/core -T tasks=hello-world --solver rsr/terminus2 --model rsr-scripted/agent "
     f"-M fixture={SCRIPTED}": Doc("run"),
@@ -154,7 +157,7 @@ COMMANDS: dict[str, Doc] = {
         "run", extra=LIMIT),
     "rsr regrade logs/ev": Doc("run"),
     "rsr regrade logs/ev --tasks tasks/core --jobs 2": Doc("run"),
-    "inspect score logs/ev/*.eval --scorer rsr/verifier --action overwrite": Doc(
+    "inspect score logs/ev/*.eval --scorer rsr/verifier --action overwrite --overwrite": Doc(
         "covered", "tests/report/test_regrade.py::test_inspect_score_does_regrade_from_bundles_and_refuses_a_log_"
                    "without_them"),
     "rsr report table5 logs/base logs/rsr --out report/ --regrade": Doc(

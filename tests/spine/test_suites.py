@@ -30,6 +30,28 @@ def test_resolve_suite_path_explains_how_to_provide_a_missing_suite(tmp_path: Pa
         resolve_suite_path("nope")
 
 
+def test_resolve_suite_path_says_a_private_suite_has_no_public_source(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # It read "source no public source is not available offline" in Table 5's skip lines.
+    monkeypatch.setenv("RSR_TASKS_HOME", str(tmp_path / "cache"))
+    with pytest.raises(RsrError) as e:
+        resolve_suite_path("tb3")
+    assert str(e.value).startswith("Terminal-Bench 3 (tb3) is not on this machine: it has no public source.")
+    with pytest.raises(RsrError, match=r"source terminal-bench@2.1 is not available offline"):
+        resolve_suite_path("tb2_1")
+
+
+def test_find_image_map_names_the_environment_variable_it_reads(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from rsr.sandbox.images import find_image_map
+
+    monkeypatch.setenv("RSR_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("RSR_K8S_IMAGES", raising=False)
+    with pytest.raises(RsrError) as e:
+        find_image_map(None)
+    assert str(e.value).endswith("or name a map with -T images=FILE or $RSR_K8S_IMAGES"), str(e.value)
+
+
 def test_external_suite_loads_from_a_local_path_and_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     harbor_task(tmp_path / "copy", "t1")
     harbor_task(tmp_path / "copy", "t2")

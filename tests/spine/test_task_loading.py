@@ -419,3 +419,17 @@ def test_tasks_new_scaffold_does_pass_the_quality_gate(tmp_path: Path, capsys: p
                "--log-dir", str(tmp_path / "logs")])
     out = capsys.readouterr().out
     assert rc == 0, out
+
+
+def test_load_task_does_name_the_key_an_unknown_task_toml_key_misspells(tmp_path: Path) -> None:
+    import shutil
+
+    d = tmp_path / "hello-world"
+    shutil.copytree(REPO / "tasks" / "core" / "hello-world", d)
+    toml = d / "task.toml"
+    toml.write_text(toml.read_text().replace("[verifier]\n", "[verifier]\ntimeout_secs = 30\n")
+                    + "\n[enviroment]\ncpus = 1\n\n[agent.extra]\nzzz = 1\n")
+    warnings = load_task(d).warnings
+    assert f"{toml}: unknown key 'verifier.timeout_secs' (did you mean 'verifier.timeout_sec'?)" in warnings
+    assert f"{toml}: unknown key 'enviroment' (did you mean 'environment'?)" in warnings
+    assert f"{toml}: unknown key 'agent.extra'" in warnings  # nothing close: no guess

@@ -107,3 +107,32 @@ def test_rsr_list_prints_every_rsr_name_with_the_options_it_takes(capsys: pytest
     assert "max_episodes" in lines["rsr/terminus2"] and "budget_minutes" in lines["rsr/rsrt"]
     assert lines["rsr/oracle"].split()[1:] == ["partial"]
     assert lines["rsr-scripted/<role>"].split()[1:] == ["fixture"]
+
+
+def test_rsr_list_does_print_the_task_names_of_a_suite(capsys: pytest.CaptureFixture[str]) -> None:
+    from rsr.cli.main import main
+    from rsr.tasks.load import load_dataset
+
+    assert main(["list", "--tasks", "core"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("core: 40 tasks in ") and "inspect eval rsr/core -T tasks=NAME" in out[0]
+    names = [line.split()[0] for line in out[1:]]
+    assert names == sorted(t.name for t in load_dataset(REPO / "tasks" / "core").tasks)
+    assert out[1].split() == ["adaptive-quadrature", "scientific-computing", "easy"]
+    assert main(["list", "--tasks", "tb3"]) == 2  # not on this machine: one line saying so
+
+
+def test_inspect_eval_refuses_an_empty_task_selection_instead_of_running_every_task(tmp_path: Path) -> None:
+    proc = _inspect_eval(tmp_path, "rsr/core", "--solver", "rsr/oracle", "-T", "tasks=", "--limit", "1")
+    out = _one_error(proc)
+    assert proc.returncode != 0, out
+    assert "rsr/core: -T tasks= names no task" in out, out
+    assert not list((tmp_path / "logs").glob("*.eval")), "the eval ran"
+
+
+@pytest.mark.parametrize("selection", ["", " , "])
+def test_suite_task_rejects_a_selection_that_names_no_task(selection: str) -> None:
+    # `rsr eval run -T tasks=` hands the empty string over as typed.
+    with pytest.raises(RsrError, match="-T tasks= names no task"):
+        inspect_tasks.core(tasks=selection)
+    assert inspect_tasks.core(tasks="hello-world").dataset[0].id == "hello-world"

@@ -102,3 +102,13 @@ def test_rsr_train_rejects_unknown_option_with_a_usage_error_not_a_traceback(
     assert main(["train", "run", "training/recipes/tiny-cpu.yaml", "--max-step", "2"]) == 2
     err = capsys.readouterr().err
     assert "No such option: --max-step" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("module", "what"), [("rsr.training", "recipe file not found"),
+                                              ("rsr.rl", "RL config not found")])
+def test_python_m_entry_points_do_reject_a_missing_file_in_one_line(module: str, what: str, tmp_path: Path) -> None:
+    # They call the module's own `main` (the CLI imports it, not the reverse).
+    done = subprocess.run([sys.executable, "-m", module, str(tmp_path / "none.yaml")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == f"error: {tmp_path / 'none.yaml'}: {what}"

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rsr.errors import RsrError
+from rsr.harness.prompts.packtypes import PromptPack, check_pack
 
 AGENT_DIR = Path("harbor") / "agents" / "terminus_2"
 
@@ -315,9 +316,7 @@ def _version(agent_dir: Path) -> str:
     return found[-1].name.removeprefix("harbor-").removesuffix(".dist-info") if found else "?"
 
 
-def harbor_pack():  # -> PromptPack (import kept local: pack imports this module lazily)
-    from rsr.harness.prompts.pack import PromptPack, check_pack
-
+def harbor_pack() -> PromptPack:
     agent_dir = find_agent_dir()
     texts = harbor_texts(agent_dir)
     check_pack(texts, f"harbor ({agent_dir})")

@@ -1,0 +1,39 @@
+"""The RL run's entry point: load the config, apply the command line's overrides, run GRPO.
+
+`rsr rl CONFIG` (rsr/cli/rl.py) and `python -m rsr.rl CONFIG` (`accelerate launch -m rsr.rl`)
+both call `main`; the CLI sits above this module, never the reverse. Heavy imports (torch, trl)
+happen when `main` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def main(config: Path, output_dir: Path | None = None, max_steps: int | None = None,
+         shuffle_rewards: bool = False, no_resume: bool = False) -> None:
+    from rsr.rl.config import load_rl_config
+    from rsr.rl.grpo import run
+
+    cfg = load_rl_config(config)
+    if output_dir is not None:
+        cfg.output_dir = output_dir
+    if max_steps is not None:
+        cfg.grpo.max_steps = max_steps
+    if shuffle_rewards:
+        cfg.shuffle_rewards = True
+    if no_resume:
+        cfg.resume = False
+    run(cfg, config_path=config)
+
+
+def parser() -> argparse.ArgumentParser:
+    """`python -m rsr.rl`'s options: the same names as `rsr rl`'s."""
+    p = argparse.ArgumentParser(prog="python -m rsr.rl", description=__doc__.splitlines()[0])
+    p.add_argument("config", type=Path, metavar="CONFIG", help="RL config YAML, e.g. examples/rl-tiny.yaml.")
+    p.add_argument("--output-dir", type=Path, default=None, help="Override the config's output_dir.")
+    p.add_argument("--max-steps", type=int, default=None, help="Override grpo.max_steps.")
+    p.add_argument("--shuffle-rewards", action="store_true", help="Control run: permute each step's rewards.")
+    p.add_argument("--no-resume", action="store_true", help="Ignore existing checkpoints.")
+    return p
