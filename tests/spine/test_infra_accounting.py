@@ -126,6 +126,6 @@ def test_leaderboard_does_show_the_score_excluding_infra_beside_the_headline(bui
                              submitted="2026-12-02", versions={},
                              suites={"harbor": SuiteResult(benchmark="harbor", suite_digest="-", metrics=m,
                                                            ci95=1.96 * m.stderr, log=log)})
-    assert "50.0% ± 98.0 (excl. 1 infra: 100.0%)" in readme_table([entry])
+    assert "50.0% (95% CI 9.5–90.5) (excl. 1 infra: 100.0%)" in readme_table([entry])
     page = build_site([entry], tmp_path / "site", title="board").read_text()
-    assert "50.0% ± 98.0" in page and "excl. 1 infra: 100.0%" in page
+    assert "50.0% (95% CI 9.5–90.5)" in page and "excl. 1 infra: 100.0%" in page

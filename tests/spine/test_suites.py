@@ -35,9 +35,12 @@ def test_resolve_suite_path_says_a_private_suite_has_no_public_source(tmp_path: 
     # It read "source no public source is not available offline" in Table 5's skip lines.
     monkeypatch.setenv("RSR_TASKS_HOME", str(tmp_path / "cache"))
     with pytest.raises(RsrError) as e:
-        resolve_suite_path("tb3")
-    assert str(e.value).startswith("Terminal-Bench 3 (tb3) is not on this machine: it has no public source.")
-    with pytest.raises(RsrError, match=r"source terminal-bench@2.1 is not available offline"):
+        resolve_suite_path("tbh")
+    message = str(e.value)
+    assert message.startswith("Terminal-Bench Hard (self-built) (tbh) is not on this machine (no public source")
+    assert "source no public source" not in message
+    # A public suite that is not fetched names the command that fetches it.
+    with pytest.raises(RsrError, match=r"not fetched; `rsr tasks fetch tb2_1` downloads the Harbor hub dataset"):
         resolve_suite_path("tb2_1")
 
 
