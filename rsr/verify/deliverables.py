@@ -141,15 +141,15 @@ def _glob_keeps(path: str, pattern: str) -> bool:
     return False
 
 
-def why_dropped(path: str, plan: Plan, host_file: str | None = None) -> str | None:
+def why_dropped(path: str, plan: Plan, host_file: str | None = None, content: bytes | None = None) -> str | None:
     """None when `path` reaches the checker under `plan`, else the reason it does not
-    (`host_file`: where its content can be read, for hooks judged by content)."""
+    (`host_file` or `content`: the file's content, for hooks judged by content)."""
     if _under(path, NEVER_CARRIED):
         return "verifier-owned path (the verifier provides it)"
     if plan.trust == "harbor":
         return None
     if plan.trust == "audited":
-        if any(fnmatch.fnmatchcase(path, p) for p in STARTUP_HOOKS) or _is_code_pth(path, host_file):
+        if any(fnmatch.fnmatchcase(path, p) for p in STARTUP_HOOKS) or _is_code_pth(path, host_file, content):
             return "start-up hook (never carried under strict mode)"
         return None
     if any(_glob_keeps(path, root) for root in plan.roots):
@@ -157,15 +157,17 @@ def why_dropped(path: str, plan: Plan, host_file: str | None = None) -> str | No
     return "outside the task's deliverables (workdir and [verifier] allow_changes)"
 
 
-def _is_code_pth(path: str, host_file: str | None) -> bool:
+def _is_code_pth(path: str, host_file: str | None, content: bytes | None = None) -> bool:
     # A .pth line that starts with `import` runs at every interpreter start; path lines only
     # append directories after the standard ones, so they cannot shadow anything.
     if not path.endswith(".pth"):
         return False
-    if host_file is None or not os.path.isfile(host_file) or os.path.islink(host_file):
-        return True
-    with open(host_file, "rb") as f:
-        lines = f.read(1 << 20).decode("utf-8", errors="replace").splitlines()
+    if content is None:
+        if host_file is None or not os.path.isfile(host_file) or os.path.islink(host_file):
+            return True
+        with open(host_file, "rb") as f:
+            content = f.read(1 << 20)
+    lines = content[:1 << 20].decode("utf-8", errors="replace").splitlines()
     return any(line.startswith(("import ", "import\t")) for line in lines)
 
 
@@ -262,6 +264,11 @@ class _Walk:
             if stat.S_ISSOCK(st.st_mode):
                 self.changes["dropped"].append(f"{path}: a socket (not a file a checker can use)")
                 continue
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                # A device node or a fifo is never a deliverable, and a regrade refuses an
+                # archive that carries one (rsr.verify.rebuild).
+                self.changes["dropped"].append(f"{path}: a special file (not a deliverable)")
+                continue
             self._judge(path, entry_path=entry.path, existed=existed)
 
     def _metadata_changed(self, rel: str, st: os.stat_result) -> bool:
@@ -308,11 +315,22 @@ class _Walk:
 
 
 def _is_plugin_registration(path: str, host_file: str) -> bool:
-    parent = PurePosixPath(path).parent.name
-    if PurePosixPath(path).name != "entry_points.txt" or not parent.endswith((".dist-info", ".egg-info")):
+    if not _is_entry_points(path):
         return False
     with open(host_file, "rb") as f:
-        text = f.read(1 << 20).decode("utf-8", errors="replace")
+        return plugin_registration(path, f.read(1 << 20))
+
+
+def _is_entry_points(path: str) -> bool:
+    parent = PurePosixPath(path).parent.name
+    return PurePosixPath(path).name == "entry_points.txt" and parent.endswith((".dist-info", ".egg-info"))
+
+
+def plugin_registration(path: str, content: bytes) -> bool:
+    """Whether a kept file is package metadata registering a pytest plugin."""
+    if not _is_entry_points(path):
+        return False
+    text = content[:1 << 20].decode("utf-8", errors="replace")
     return any(line.strip().replace(" ", "") == "[pytest11]" for line in text.splitlines())
 
 

@@ -78,6 +78,9 @@ async def _regrade_finished(state: TaskState, task: LoadedTask) -> VerifierResul
     # The absolute path recorded at run time; RSR_EVIDENCE_STORE when the log's evidence/ moved.
     store = BlobStore(os.environ.get(EVIDENCE_STORE_ENV) or kept["store"])
     record = store.get_model(kept["record"], SampleEvidence, "evidence record")
+    if record.sample_uuid != state.uuid:
+        raise RsrError(f"rsr/verifier: sample {state.sample_id} epoch {state.epoch}: its evidence record belongs to "
+                       f"sample uuid {record.sample_uuid}, not this sample's {state.uuid}")
     if record.task_digest != task.digest:
         raise RsrError(f"rsr/verifier: sample {state.sample_id}: task {task.name} at {task.paths.task_dir} has "
                        f"digest {task.digest}, but the bundle records {record.task_digest}")
