@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rsr.errors import RsrError
 from rsr.tasks.load import LoadedTask, load_task
+from rsr.verify.binding import unbound_samples
 from rsr.verify.evidence import (
     BlobStore,
     EvidenceError,
@@ -43,7 +44,7 @@ __all__ = ["RegradeReport", "SampleRegrade", "regrade_log", "regrade_record"]
 SCORER = "verifier"
 TOL = 1e-9
 Status = Literal["reproduced", "differs", "no-bundle", "bundle-missing", "bundle-modified", "task-changed",
-                 "image-changed",
+                 "image-changed", "unbound",
                  "unsupported", "error"]
 
 
@@ -234,10 +235,16 @@ def regrade_log(path: str | Path, *, store: str | Path | None = None, tasks_root
             pass
 
     limit = asyncio.Semaphore(max(1, jobs))
+    unbound = unbound_samples(path, log, blobs)
 
     async def one(s: Any) -> SampleRegrade:
         async with limit:
-            result = await _regrade_sample(s, blobs, root)
+            if (str(s.id), int(s.epoch)) in unbound:
+                result = SampleRegrade(id=str(s.id), epoch=int(s.epoch), status="unbound",
+                                       task_name=str((s.metadata or {}).get("task_name") or s.id),
+                                       reason=unbound[(str(s.id), int(s.epoch))])
+            else:
+                result = await _regrade_sample(s, blobs, root)
         if on_sample is not None:
             on_sample(result)
         return result

@@ -139,10 +139,16 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
         result = await verify(task, integrity=mode, keep_evidence=bundles is not None)
         evidence = None
         if bundles is not None:
+            from inspect_ai.log import transcript
+            from inspect_ai.log._samples import sample_active
+
+            from rsr.verify.binding import transcript_digest
             from rsr.verify.recording import keep_evidence
 
             record = await keep_evidence(task, result, result.integrity.mode if result.integrity else mode, bundles,
-                                         _reward_files_read(), state.uuid)
+                                         _reward_files_read(), state.uuid, epoch=state.epoch,
+                                         eval_id=getattr(sample_active(), "eval_id", None),
+                                         transcript=transcript_digest(state.messages, transcript().events))
             if record is not None:
                 evidence = {"record": record}
                 state.store.set(STORE_KEY, {"record": record, "store": str(bundles.root)})

@@ -9,6 +9,7 @@ regraded: the regrade must refuse the bundle or reproduce the true failing verdi
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import shutil
@@ -110,6 +111,7 @@ def _forge(log_path: Path, sample_id: str, forge: Forge) -> None:
     score = sample.scores["verifier"]
     record = store.get_model(score.metadata["evidence"]["record"], SampleEvidence, "record")
     archive, described = forge(store.get(record.changes.archive), json.loads(store.get(record.changes.changes)))
+    described.update(archive_sha256=hashlib.sha256(archive).hexdigest(), archive_bytes=len(archive))
     passing = {"passed": 1.0, "reward": 1.0, "process": 1.0}
     record = record.model_copy(update={
         "changes": record.changes.model_copy(update={"archive": store.put(archive), "archive_bytes": len(archive),
@@ -121,6 +123,12 @@ def _forge(log_path: Path, sample_id: str, forge: Forge) -> None:
     score.metadata["error"] = None
     sample.store["rsr_evidence"] = {"record": digest, "store": str(store.root)}
     write_eval_log(log, str(log_path))
+
+
+def _with_bash(archive: bytes, described: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
+    """A forged /usr/bin/bash beside an innocent workdir file, which alone the kept list names."""
+    members = [(_file("app/notes.txt", 0o644), b"notes\n"), (_file("usr/bin/bash"), FORGED_PASS)]
+    return _tar(members, archive), {**described, "kept": [*described["kept"], "/app/notes.txt"]}
 
 
 def _regraded(log: Path, sample_id: str) -> Any:
@@ -137,8 +145,7 @@ def test_regrade_rejects_an_archive_member_the_kept_list_does_not_mention(run: P
     # The attack of issue 27: a replaced /usr/bin/bash added to the archive, the record's kept
     # list left as it was (so the audit of the record never sees it).
     log = _copy(run, tmp_path / "bash")
-    _forge(log, "idle", lambda archive, described: (_tar([(_file("usr/bin/bash"), FORGED_PASS)], archive),
-                                                    described))
+    _forge(log, "idle", _with_bash)
     found = _regraded(log, "idle")
     assert found.status == "bundle-modified", (found.status, found.reason)
     assert "archive member /usr/bin/bash is outside the task's deliverables" in found.reason
@@ -152,6 +159,7 @@ def test_regrade_rejects_a_record_env_that_sources_a_workdir_hook(run: Path, tmp
         config["Env"] = [*(config.get("Env") or []), "BASH_ENV=/app/.hook"]
         config["WorkingDir"] = "/tmp"
         described["container"]["HostConfig"].update({"Memory": 0, "MemorySwap": 0, "PidsLimit": 0, "NanoCpus": 0})
+        described["kept"] = [*described["kept"], "/app/.hook"]
         return _tar([(_file("app/.hook", 0o644), FORGED_PASS)], archive), described
 
     log = _copy(run, tmp_path / "env")
@@ -165,8 +173,8 @@ def test_regrade_rejects_a_record_that_claims_warn_mode_for_a_strict_task(run: P
     # Under warn every change is carried; a task that declares its deliverables is regraded
     # strict whatever its record says.
     log = _copy(run, tmp_path / "warn")
-    _forge(log, "idle", lambda archive, described: (_tar([(_file("usr/bin/bash"), FORGED_PASS)], archive),
-                                                    {**described, "plan": {"trust": "harbor", "roots": []}}))
+    _forge(log, "idle", lambda archive, described: _with_bash(archive, {**described, "plan": {"trust": "harbor",
+                                                                                              "roots": []}}))
     store = BlobStore(log.parent / EVIDENCE_DIR)
     loaded = read_eval_log(str(log))
     [sample] = [s for s in loaded.samples or [] if str(s.id) == "idle"]
@@ -211,3 +219,23 @@ def test_rebuilt_changes_do_take_plan_and_container_from_the_task(run: Path, tmp
     config, host = changes.container["Config"], changes.container["HostConfig"]
     assert config["WorkingDir"] == "/app" and not any(e.startswith("BASH_ENV=") for e in config["Env"])
     assert host["Memory"] == task.config.environment.memory_mb * 2**20 and host["NetworkMode"] == "none"
+
+
+def test_inspect_score_does_regrade_a_forged_env_to_its_true_failure(run: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    def forge(archive: bytes, described: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
+        described["container"]["Config"]["Env"].append("BASH_ENV=/app/.hook")
+        described["kept"] = [*described["kept"], "/app/.hook"]
+        return _tar([(_file("app/.hook", 0o644), FORGED_PASS)], archive), described
+
+    log = _copy(run, tmp_path / "score")
+    _forge(log, "idle", forge)
+    out = tmp_path / "rescored.eval"
+    done = subprocess.run([str(Path(sys.executable).parent / "inspect"), "score", "--scorer", "rsr/verifier",
+                           "--action", "overwrite", "--display", "plain", "--output-file", str(out), str(log)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    passed = {str(s.id): s.scores["verifier"].value["passed"] for s in read_eval_log(str(out)).samples or []}
+    assert passed == {"honest": 1.0, "idle": 0.0}
