@@ -232,11 +232,20 @@ class _Walk:
     def in_lower(self, rel: str) -> bool:
         return any(os.path.lexists(os.path.join(d, rel)) for d in self.lowers)
 
-    def visit(self, rel_dir: str) -> None:
+    def visit(self, top: str) -> None:
+        # Depth-first with a stack of its own: an agent's directory chain can be deeper than
+        # Python's recursion limit (a deep cache is honest work, not a reason to lose a verdict).
+        pending = [top]
+        while pending:
+            pending.extend(reversed(self._visit_one(pending.pop())))
+
+    def _visit_one(self, rel_dir: str) -> list[str]:
+        """Judge one directory's entries; its subdirectories to visit, in order."""
+        subdirs: list[str] = []
         try:
             entries = sorted(os.scandir(os.path.join(self.upper, rel_dir)), key=lambda e: e.name)
         except OSError:
-            return
+            return subdirs
         for entry in entries:
             rel = os.path.join(rel_dir, entry.name)
             path = "/" + rel
@@ -259,7 +268,7 @@ class _Walk:
                     self._judge(path, entry_path=entry.path, existed=False)
                 elif self._metadata_changed(rel, st):
                     self._judge(path, entry_path=entry.path, existed=True)
-                self.visit(rel)
+                subdirs.append(rel)
                 continue
             if stat.S_ISSOCK(st.st_mode):
                 self.changes["dropped"].append(f"{path}: a socket (not a file a checker can use)")
@@ -270,6 +279,7 @@ class _Walk:
                 self.changes["dropped"].append(f"{path}: a special file (not a deliverable)")
                 continue
             self._judge(path, entry_path=entry.path, existed=existed)
+        return subdirs
 
     def _metadata_changed(self, rel: str, st: os.stat_result) -> bool:
         for d in self.lowers:

@@ -35,6 +35,7 @@ if [ "$(cat /app/answer.txt 2>/dev/null)" = 42 ]; then echo 1; else echo 0; fi >
 """
 # What a forged /usr/bin/bash (or a BASH_ENV hook) does: a pass, whatever the work.
 FORGED_PASS = b"#!/bin/sh\necho 1 > /logs/verifier/reward.txt\nexit 0\n"
+DEEP = "/".join(["d"] * 1100)
 
 
 def _task(root: Path, name: str, solve: str) -> None:
@@ -139,6 +140,42 @@ def _regraded(log: Path, sample_id: str) -> Any:
 def test_regrade_does_reproduce_honest_samples(run: Path) -> None:
     report = regrade_log(run)
     assert report.ok, report.problems()
+
+
+def test_capture_does_keep_the_verdict_of_work_with_a_deep_directory_chain(tmp_path: Path) -> None:
+    # Honest work with a directory chain deeper than Python's recursion limit, in the workdir (a
+    # deliverable) and outside it (dropped): neither the storage watchdog, the capture nor the
+    # regrade may crash, nor the sample lose its verdict.
+    from inspect_ai import eval as inspect_eval
+
+    from rsr.harness.oracle import oracle
+    from rsr.suites.inspect_tasks import tasks_task
+
+    _task(tmp_path / "suite", "deep", f"set -e\ncd /app && mkdir -p {DEEP} && touch {DEEP}/leaf\n"
+                                      f"cd /root && mkdir -p {DEEP} && touch {DEEP}/leaf\necho 42 > /app/answer.txt\n")
+    [log] = inspect_eval(tasks_task("harbor", tmp_path / "suite", None, None, evidence=True), solver=oracle(),
+                         model="mockllm/model", log_dir=str(tmp_path / "logs"), display="none")
+    [sample] = log.samples or []
+    score = sample.scores["verifier"]
+    assert score.value["passed"] == 1.0, score.explanation
+    integrity = score.metadata["integrity"]
+    assert integrity["verdict"] == "clean" and integrity["kept"] > 1100, integrity["notes"]
+    assert any(d.startswith("/root/d/d/") for d in integrity["dropped"])
+    assert regrade_log(log.location).ok
+
+    # The live audit (isolation = "live", engines without a readable capture) walks the same chain.
+    from rsr.sandbox import engine
+    from rsr.verify.integrity import overlay_changes
+    from rsr.verify.rebuild import task_image
+
+    ref, _ = task_image(load_task(tmp_path / "suite" / "deep"))
+    container = engine.api().create_container(ref, command=["sleep", "infinity"])["Id"]
+    try:
+        engine.api().start(container)
+        engine.run_exec(container, ["bash", "-c", f"mkdir -p /root/{DEEP}"], user="root", timeout=60)
+        assert len([c for c in overlay_changes(container) or [] if c["Path"].startswith("/root/d")]) == 1100
+    finally:
+        engine.remove_container(container)
 
 
 def test_regrade_rejects_an_archive_member_the_kept_list_does_not_mention(run: Path, tmp_path: Path) -> None:
