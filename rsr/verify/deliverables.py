@@ -20,6 +20,7 @@ provides the first two itself and the last is never the agent's.
 
 from __future__ import annotations
 
+import filecmp
 import fnmatch
 import hashlib
 import os
@@ -27,7 +28,7 @@ import stat
 import tarfile
 import tempfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -183,14 +184,32 @@ def capture(container: str, plan: Plan, limit_bytes: int | None = None) -> Chang
         raise CaptureUnavailable(f"container {container[:12]}'s filesystem is not readable from this host "
                                  f"(storage driver {driver.get('Name')!r})")
     lowers = [d for d in (data.get("LowerDir") or "").split(":") if d]
+    volumes = volume_dirs(info)
     paused = _pause(container, info)
     try:
-        changes = _archive(upper, lowers, info["Image"], plan, limit_bytes)
+        changes = _archive(upper, lowers, info["Image"], plan, limit_bytes, volumes)
     finally:
         if paused:
             _unpause(container)
     changes.container = container_template(info)
     return changes
+
+
+def volume_dirs(info: dict[str, Any]) -> list[tuple[str, str]]:
+    """(mount point, host directory) of the container's volumes (an image's VOLUME, a compose
+    volume): their contents are not in the container's layer, and are captured and judged under
+    the same plan (CaptureUnavailable when one cannot be read from this host)."""
+    found = []
+    for m in info.get("Mounts") or []:
+        if m.get("Type") != "volume":
+            continue  # bind mounts are the engine's or the harness's (the verifier's own, logs)
+        source, dest = m.get("Source") or "", (m.get("Destination") or "").rstrip("/")
+        if not dest or _under(dest, NEVER_CARRIED):
+            continue
+        if not os.path.isdir(source):
+            raise CaptureUnavailable(f"the container's volume at {dest} is not readable from this host")
+        found.append((dest, source))
+    return found
 
 
 def container_template(info: dict[str, Any]) -> dict[str, Any]:
@@ -228,6 +247,8 @@ class _Walk:
     changes: dict[str, list[str]]
     limit_bytes: int | None = None
     carried_bytes: int = 0
+    _gone: list[str] = field(default_factory=list)
+    """Deleted volume paths recorded so far (what lies below them is gone with them)."""
 
     def in_lower(self, rel: str) -> bool:
         return any(os.path.lexists(os.path.join(d, rel)) for d in self.lowers)
@@ -324,6 +345,81 @@ class _Walk:
             self.tar.addfile(info)
 
 
+    def visit_volume(self, dest: str, source: str) -> None:
+        """A volume's contents, judged as the upper directory's are: a volume holds every file
+        (the image's copied in at creation), so a change is what differs from the image's
+        layers, and a deletion is an image file the volume no longer has."""
+        base = dest.strip("/")
+        present: set[str] = set()
+        pending = [""]
+        while pending:
+            sub = pending.pop()
+            try:
+                entries = sorted(os.scandir(os.path.join(source, sub)), key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in reversed(entries):
+                rel = os.path.join(base, sub, entry.name)
+                path, st = "/" + rel, entry.stat(follow_symlinks=False)
+                present.add(rel)
+                lower = self._lower(rel)
+                if stat.S_ISDIR(st.st_mode):
+                    if lower is None or not stat.S_ISDIR(os.lstat(lower).st_mode):
+                        self._judge(path, entry_path=entry.path, existed=lower is not None)
+                    elif self._metadata_changed(rel, st):
+                        self._judge(path, entry_path=entry.path, existed=True)
+                    pending.append(os.path.join(sub, entry.name))
+                elif not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                    self.changes["dropped"].append(f"{path}: a special file (not a deliverable)")
+                elif lower is None or not _same_file(lower, entry.path):
+                    self._judge(path, entry_path=entry.path, existed=lower is not None)
+        for rel in self._image_entries(base):
+            if rel not in present and not any(rel.startswith(d + "/") for d in self._gone):
+                self._gone.append(rel)
+                self._judge("/" + rel, deleted=True, existed=True)
+
+    def _lower(self, rel: str) -> str | None:
+        for d in self.lowers:
+            candidate = os.path.join(d, rel)
+            if os.path.lexists(candidate):
+                st = os.lstat(candidate)
+                return None if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0 else candidate
+        return None
+
+    def _image_entries(self, base: str) -> list[str]:
+        """Every path the image has under `base` (its layers merged, whiteouts honoured), parents
+        before children."""
+        found: list[str] = []
+        pending = [base]
+        while pending:
+            rel = pending.pop()
+            names: set[str] = set()
+            for d in self.lowers:
+                try:
+                    names.update(os.listdir(os.path.join(d, rel)))
+                except OSError:
+                    continue
+            for name in sorted(names, reverse=True):
+                child = os.path.join(rel, name)
+                lower = self._lower(child)
+                if lower is None:
+                    continue
+                found.append(child)
+                if stat.S_ISDIR(os.lstat(lower).st_mode):
+                    pending.append(child)
+        return found
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether the volume's file is the image's, unchanged (type, owner, mode, content)."""
+    sa, sb = os.lstat(a), os.lstat(b)
+    if (sa.st_mode, sa.st_uid, sa.st_gid) != (sb.st_mode, sb.st_uid, sb.st_gid):
+        return False
+    if stat.S_ISLNK(sa.st_mode):
+        return os.readlink(a) == os.readlink(b)
+    return sa.st_size == sb.st_size and filecmp.cmp(a, b, shallow=False)
+
+
 def _is_plugin_registration(path: str, host_file: str) -> bool:
     if not _is_entry_points(path):
         return False
@@ -351,14 +447,18 @@ def _is_opaque(path: str) -> bool:
         return False
 
 
-def _archive(upper: str, lowers: list[str], image: str, plan: Plan, limit_bytes: int | None = None) -> Changes:
+def _archive(upper: str, lowers: list[str], image: str, plan: Plan, limit_bytes: int | None = None,
+             volumes: list[tuple[str, str]] | None = None) -> Changes:
     fd, archive_path = tempfile.mkstemp(prefix="changes-", suffix=".tar", dir=cache_dir("verify"))
     os.close(fd)
     changes: dict[str, list[str]] = {"kept": [], "added": [], "deleted": [], "dropped": [], "directories": [],
                                      "plugins": []}
     try:
         with tarfile.open(archive_path, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            _Walk(upper, lowers, plan, tar, changes, limit_bytes).visit("")
+            walk = _Walk(upper, lowers, plan, tar, changes, limit_bytes)
+            walk.visit("")
+            for dest, source in volumes or []:
+                walk.visit_volume(dest, source)
         digest = hashlib.sha256()
         with open(archive_path, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
