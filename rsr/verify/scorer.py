@@ -78,9 +78,16 @@ async def _regrade_finished(state: TaskState, task: LoadedTask) -> VerifierResul
     # The absolute path recorded at run time; RSR_EVIDENCE_STORE when the log's evidence/ moved.
     store = BlobStore(os.environ.get(EVIDENCE_STORE_ENV) or kept["store"])
     record = store.get_model(kept["record"], SampleEvidence, "evidence record")
-    if record.sample_uuid != state.uuid:
+    logged = (state.scores or {}).get("verifier")
+    logged_record = (logged.metadata or {}).get(SCORE_KEY) if logged is not None else None
+    if isinstance(logged_record, dict) and logged_record.get("record") not in (None, kept["record"]):
+        raise RsrError(f"rsr/verifier: sample {state.sample_id} epoch {state.epoch}: its store names evidence record "
+                       f"{kept['record']}, its score {logged_record.get('record')}")
+    # Bound to this execution (rsr.verify.binding): a record copied from another sample or epoch
+    # is not this sample's evidence.
+    if record.sample_uuid != state.uuid or record.epoch not in (None, state.epoch):
         raise RsrError(f"rsr/verifier: sample {state.sample_id} epoch {state.epoch}: its evidence record belongs to "
-                       f"sample uuid {record.sample_uuid}, not this sample's {state.uuid}")
+                       f"sample uuid {record.sample_uuid} epoch {record.epoch}, not this sample's {state.uuid}")
     if record.task_digest != task.digest:
         raise RsrError(f"rsr/verifier: sample {state.sample_id}: task {task.name} at {task.paths.task_dir} has "
                        f"digest {task.digest}, but the bundle records {record.task_digest}")
