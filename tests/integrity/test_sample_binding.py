@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from inspect_ai.agent import Agent, AgentState, agent
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
+from inspect_ai.model import ChatMessageUser, get_model
 from inspect_ai.solver._task_state import sample_state
 from inspect_ai.util import sandbox
 from test_regrade_forgery import _task
@@ -28,7 +29,12 @@ pytestmark = pytest.mark.docker
 
 @agent
 def first_epoch_only() -> Agent:
+    """Two model calls (the same scripted replies every epoch, long enough to be stored as log
+    attachments), then the work, in epoch 1 only."""
     async def execute(state: AgentState) -> AgentState:
+        for turn in range(2):
+            state.messages.append((await get_model().generate(state.messages)).message)
+            state.messages.append(ChatMessageUser(content=f"turn {turn}: " + "go on " * 500))
         if sample_state().epoch == 1:
             await sandbox().exec(["bash", "-c", "echo 42 > /app/answer.txt"], timeout=60)
         return state
@@ -40,12 +46,15 @@ def first_epoch_only() -> Agent:
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from inspect_ai import eval as inspect_eval
 
+    import rsr.factory.scripted  # noqa: F401 - registers the scripted provider
     from rsr.suites.inspect_tasks import tasks_task
 
     root = tmp_path_factory.mktemp("binding")
     _task(root / "suite", "idle", "true\n")
+    (root / "fixture.yaml").write_text('rules:\n  - {role: agent, replies: ["Looking.", "Writing it."]}\n')
+    model = get_model("rsr-scripted/agent", fixture=str(root / "fixture.yaml"))
     [log] = inspect_eval(tasks_task("harbor", root / "suite", None, None, evidence=True), solver=first_epoch_only(),
-                         model="mockllm/model", epochs=3, log_dir=str(root / "logs"), display="none")
+                         model=model, epochs=3, log_dir=str(root / "logs"), display="none")
     assert log.status == "success", log.error
     passed = {s.epoch: s.scores["verifier"].value["passed"] for s in log.samples or []}
     assert passed == {1: 1.0, 2: 0.0, 3: 0.0}, passed
@@ -74,6 +83,7 @@ def _passing_everywhere(log: EvalLog, rebind: Any = None) -> None:
 
 def test_binding_does_accept_an_honest_multi_epoch_run(run: Path) -> None:
     log = read_eval_log(str(run))
+    assert all(sum(e.event == "model" for e in s.events) == 2 for s in log.samples or [])
     assert binding_problems(run, log) == []
     report = regrade_log(run)
     assert report.ok, report.problems()
