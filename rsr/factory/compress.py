@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rsr.factory.ledger import FactoryPaths, completed_samples, sample_tokens
+from rsr.factory.ledger import FactoryPaths, sample_tokens
 from rsr.factory.records import Source, write_rows
 from rsr.harness.protocol import parse_reply
 from rsr.harness.terminus2 import STORE_RESULT
@@ -36,7 +36,7 @@ def run(paths: FactoryPaths) -> list[Source]:
     from rsr.factory.discover import STORE_PRODUCED, score_of
 
     sources: list[Source] = []
-    for _, logged in sorted(completed_samples(paths.logs("discover")).items()):
+    for _, logged in sorted(paths.done("discover").items()):
         sample = logged.sample
         passed, reward = score_of(sample)
         if not passed:

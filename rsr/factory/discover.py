@@ -25,7 +25,6 @@ from rsr.factory.config import FactoryConfig, HarnessName
 from rsr.factory.ledger import (
     FactoryPaths,
     StageCost,
-    completed_samples,
     run_eval,
     sample_seconds,
     sample_tokens,
@@ -152,7 +151,7 @@ def score_of(sample: Any) -> tuple[bool, float]:
 def run(cfg: FactoryConfig, paths: FactoryPaths, max_rollouts: int | None = None) -> StageCost:
     log_dir = paths.logs("discover")
     pool = load_pool(cfg)
-    done = set(completed_samples(log_dir))
+    done = set(paths.done("discover"))
     tasks = build_tasks(cfg, pool, done)
     if max_rollouts is not None:
         tasks = _truncate(tasks, max_rollouts)
@@ -175,7 +174,7 @@ def collect(paths: FactoryPaths) -> StageCost:
     """Rebuild `stages/rollouts.jsonl` from the discovery logs."""
     cost = StageCost()
     rows: list[Rollout] = []
-    for _, logged in sorted(completed_samples(paths.logs("discover")).items()):
+    for _, logged in sorted(paths.done("discover").items()):
         sample = logged.sample
         meta = sample.metadata or {}
         passed, reward = score_of(sample)

@@ -28,7 +28,6 @@ from rsr.factory.ledger import (
     StageCost,
     State,
     budget_left,
-    completed_samples,
     run_eval,
     sample_seconds,
     sample_tokens,
@@ -176,7 +175,7 @@ def run(cfg: FactoryConfig, paths: FactoryPaths, state: State | None = None) -> 
 
 def collect(paths: FactoryPaths) -> list[Execution]:
     rows: list[Execution] = []
-    for _, logged in sorted(completed_samples(paths.logs("execute")).items()):
+    for _, logged in sorted(paths.done("execute").items()):
         sample = logged.sample
         meta = sample.metadata or {}
         passed, reward = score_of(sample)
@@ -197,6 +196,6 @@ def collect(paths: FactoryPaths) -> list[Execution]:
 
 def cost(paths: FactoryPaths) -> StageCost:
     total = StageCost()
-    for logged in completed_samples(paths.logs("execute")).values():
+    for logged in paths.done("execute").values():
         total.add(logged.sample, sandboxed=True)
     return total

@@ -19,6 +19,7 @@ here are listed in the card.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -180,10 +181,18 @@ def _segment_rows(segments: list[Segment], base: dict[str, Any]) -> list[dict[st
             for seg in segments]
 
 
-def _rsr_rows(paths: FactoryPaths, model: str) -> list[dict[str, Any]]:
+def log_model(log: str) -> str:
+    """The model a stage log records (what produced its samples), not what the config says now."""
+    from inspect_ai.log import read_eval_log
+
+    return read_eval_log(log, header_only=True).eval.model
+
+
+def _rsr_rows(paths: FactoryPaths) -> list[dict[str, Any]]:
     sources = {s.id: s for s in read_rows(paths.stage_file("sources"), Source)}
     executions = {e.id: e for e in read_rows(paths.stage_file("executions"), Execution)}
     runbooks = {r.id: r for r in read_rows(paths.stage_file("runbooks"), Runbook)}
+    models = functools.cache(log_model)
     rows = []
     for d in read_rows(paths.stage_file("decisions"), Decision):
         if not d.kept:
@@ -197,15 +206,16 @@ def _rsr_rows(paths: FactoryPaths, model: str) -> list[dict[str, Any]]:
             "source_harness": source.harness, "source_trajectory": f"{source.log}#{source.id}",
             "runbook_id": e.runbook_id, "execution_id": e.id, "reward": e.reward,
             "turns": e.turns, "tokens": e.tokens, "trajectory_hash": d.content_hash,
-            "runbook_rounds": len(runbook.attempts), "model": model, "log": e.log,
+            "runbook_rounds": len(runbook.attempts), "model": models(e.log), "log": e.log,
             "task_dir": source.task_dir})
     return rows
 
 
-def _source_rows(paths: FactoryPaths, model: str, kind: str) -> list[dict[str, Any]]:
+def _source_rows(paths: FactoryPaths, kind: str) -> list[dict[str, Any]]:
     """Baseline rows: `direct-sft` (as the source harness's model saw it, control included),
     `direct-sft-stripped` (its Terminus 2 view), `terminus2-direct` (Terminus 2 sources)."""
     rows = []
+    models = functools.cache(log_model)
     for s in read_rows(paths.stage_file("sources"), Source):
         if kind == "terminus2-direct" and s.harness != "terminus2":
             continue
@@ -216,7 +226,7 @@ def _source_rows(paths: FactoryPaths, model: str, kind: str) -> list[dict[str, A
             "source_trajectory": f"{s.log}#{s.id}", "runbook_id": None, "execution_id": None,
             "reward": s.reward, "turns": s.turns, "tokens": s.tokens,
             "trajectory_hash": content_hash([m for g in segments for m in g.messages]),
-            "runbook_rounds": 0, "model": model, "log": s.log, "task_dir": s.task_dir})
+            "runbook_rounds": 0, "model": models(s.log), "log": s.log, "task_dir": s.task_dir})
     return rows
 
 
@@ -270,12 +280,11 @@ BASELINES = ("direct-sft", "direct-sft-stripped", "terminus2-direct")
 
 
 def run(cfg: FactoryConfig, paths: FactoryPaths) -> ExportResult:
-    model = cfg.models.for_role("executor")
     index = EvalIndex.build(cfg)
     allow = cfg.export.allow_contamination
     result = ExportResult(unchecked_suites=dict(index.unavailable),
                           checked_eval=dict(index.checked))
-    candidates = _rsr_rows(paths, model)
+    candidates = _rsr_rows(paths)
     rows, refused = guard(candidates, index, allow)
     result.refused.update(refused)
     result.refused_rows["rsr"] = len(candidates) - len(rows)
@@ -286,7 +295,7 @@ def run(cfg: FactoryConfig, paths: FactoryPaths) -> ExportResult:
     result.files += [str(paths.dataset_dir), str(paths.dataset_jsonl)]
     if cfg.export.baselines:
         for name in BASELINES:
-            candidates = _source_rows(paths, cfg.models.model, name)
+            candidates = _source_rows(paths, name)
             base_rows, refused = guard(candidates, index, allow)
             result.refused.update(refused)
             result.refused_rows[name] = len(candidates) - len(base_rows)

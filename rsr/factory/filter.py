@@ -40,7 +40,7 @@ from rsr.factory.critique import (
     source_control_lines,
 )
 from rsr.factory.dedupe import Deduper, normalized_hash
-from rsr.factory.ledger import FactoryPaths, StageCost, completed_samples, run_eval, sample_tokens
+from rsr.factory.ledger import FactoryPaths, StageCost, run_eval, sample_tokens
 from rsr.factory.records import (
     Decision,
     Execution,
@@ -169,7 +169,7 @@ def run(cfg: FactoryConfig, paths: FactoryPaths) -> tuple[list[Decision], StageC
     materials: dict[str, TaskMaterial] = {}
     log_dir = paths.logs("filter")
     if cfg.filter.auditor:
-        done = completed_samples(log_dir)
+        done = paths.done("filter")
         instructions = {s.id: s.instruction for s in sources.values()}
         samples = [Sample(id=e.id, input=instructions[e.source_id],
                           metadata={"execution_id": e.id, "task_name": e.task,
@@ -181,7 +181,7 @@ def run(cfg: FactoryConfig, paths: FactoryPaths) -> tuple[list[Decision], StageC
                                 metadata={"factory_stage": "filter",
                                           "prompts": [AUDITOR_PROMPT, "auditor_user.v1"]})],
                      log_dir, cfg.models.for_role("auditor"), roles=True, sandboxed=False)
-    audits = {str(ls.sample.id): ls.sample for ls in completed_samples(log_dir).values()}
+    audits = {str(ls.sample.id): ls.sample for ls in paths.done("filter").values()}
 
     cost = StageCost()
     decisions: list[Decision] = []

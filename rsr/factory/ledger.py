@@ -16,7 +16,7 @@ from typing import Any
 
 from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
-from inspect_ai.log import EvalLog, EvalSample, read_eval_log_samples
+from inspect_ai.log import EvalLog, EvalSample, read_eval_log, read_eval_log_samples
 from inspect_ai.model import Model, get_model
 
 from rsr.errors import RsrError
@@ -32,9 +32,16 @@ class FactoryInterrupted(RsrError):
 @dataclass(frozen=True)
 class FactoryPaths:
     root: Path
+    fingerprints: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    """stage -> the fingerprint of the configuration running now (rsr.factory.provenance): only
+    work logged under it is reused. Empty (status, reports): every finished sample counts."""
 
     def logs(self, stage: str) -> Path:
         return self.root / "logs" / stage
+
+    def done(self, stage: str, require_score: bool = True) -> dict[str, LoggedSample]:
+        """The stage's finished samples that this configuration may reuse."""
+        return completed_samples(self.logs(stage), require_score, self.fingerprints.get(stage))
 
     def stage_file(self, name: str) -> Path:
         return self.root / "stages" / f"{name}.jsonl"
@@ -62,8 +69,19 @@ def sample_key(sample_id: str | int, epoch: int) -> str:
     return f"{sample_id}@{epoch}"
 
 
-def completed_samples(log_dir: Path, require_score: bool = True) -> dict[str, LoggedSample]:
-    """Finished samples (no error; scored when required) in every log of a folder.
+def log_fingerprint(path: Path) -> str | None:
+    """The configuration fingerprint a stage log was produced under (None: not recorded)."""
+    from rsr.factory.provenance import METADATA_KEY
+
+    header = read_eval_log(path, header_only=True)
+    recorded = (header.eval.metadata or {}).get(METADATA_KEY)
+    return recorded.get("fingerprint") if isinstance(recorded, dict) else None
+
+
+def completed_samples(log_dir: Path, require_score: bool = True,
+                      fingerprint: str | None = None) -> dict[str, LoggedSample]:
+    """Finished samples (no error; scored when required) in every log of a folder; with
+    `fingerprint`, only in logs produced under that configuration (rsr.factory.provenance).
 
     Logs of interrupted runs are read too: Inspect flushes each finished sample into the
     `.eval` file, so their completed samples count and only the rest is run again.
@@ -73,6 +91,8 @@ def completed_samples(log_dir: Path, require_score: bool = True) -> dict[str, Lo
         return done
     for path in sorted(log_dir.glob("*.eval"), key=lambda p: p.stat().st_mtime):
         try:
+            if fingerprint is not None and log_fingerprint(path) != fingerprint:
+                continue  # another configuration's work: never relabelled as this one's
             samples = list(read_eval_log_samples(path, all_samples_required=False,
                                                  resolve_attachments=True,
                                                  exclude_fields=EXCLUDE_FIELDS))
@@ -153,13 +173,19 @@ def run_eval(cfg: FactoryConfig, tasks: Sequence[Task], log_dir: Path, model: Mo
     log_dir.mkdir(parents=True, exist_ok=True)
     if isinstance(model, str):
         model = get_model(model, **cfg.models.args_for(model))
+    from rsr.factory.provenance import METADATA_KEY, stage_fingerprints, stage_inputs
+
+    stage = log_dir.name
+    recorded = {METADATA_KEY: {"stage": stage, "fingerprint": stage_fingerprints(cfg).get(stage),
+                               "inputs": stage_inputs(cfg).get(stage)}}
     conc = cfg.concurrency
     logs = inspect_eval(
         list(tasks), model=model, model_roles=role_models(cfg) if roles else None,
         log_dir=str(log_dir), log_format="eval", log_buffer=1,
         display="rich" if cfg.display == "inspect" else "none",
         max_samples=conc.max_samples, max_sandboxes=conc.max_sandboxes if sandboxed else None,
-        fail_on_error=False, retry_on_error=conc.retry_on_error or None, score_display=False)
+        fail_on_error=False, retry_on_error=conc.retry_on_error or None, score_display=False,
+        metadata=recorded)
     # A Ctrl-C makes Inspect cancel the run and return (not raise): stop the factory here, so
     # that no later round or stage decides anything from a partial ledger.
     if len(logs) < len(tasks) or any(log.status in ("cancelled", "started") for log in logs):

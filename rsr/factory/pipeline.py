@@ -15,6 +15,7 @@ from rsr.factory import compress, discover, execute, export, plan, report
 from rsr.factory import filter as filter_stage
 from rsr.factory.config import STAGES, FactoryConfig
 from rsr.factory.ledger import FactoryPaths, StageCost, State, budget_left, check_models, unfinished_samples
+from rsr.factory.provenance import stage_fingerprints
 from rsr.factory.records import Decision, Runbook, read_rows
 
 PREREQUISITES = {"compress": "rollouts", "plan": "sources", "execute": "runbooks",
@@ -90,12 +91,13 @@ def run_stage(cfg: FactoryConfig, paths: FactoryPaths, state: State, stage: str,
 def run(cfg: FactoryConfig, stages: Sequence[str] | None = None,
         console: Console | None = None) -> State:
     console = console or Console()
-    paths = FactoryPaths(cfg.output_dir)
+    paths = FactoryPaths(cfg.output_dir, stage_fingerprints(cfg))
     state = State.load(paths.state_file)
     if state.config_digest and state.config_digest != cfg.digest():
         console.print(f"[yellow]note:[/yellow] the config changed since the last run of "
-                      f"{cfg.output_dir}; finished work in the ledger is reused where its sample "
-                      "ids still match")
+                      f"{cfg.output_dir}; finished work in the ledger is reused only by stages whose "
+                      "configuration (models, harnesses and their args, temperatures, prompts, and the "
+                      "stages before) is unchanged; the others run again")
     state.config_digest = cfg.digest()
     todo = list(stages or STAGES)
     check_models(cfg, todo)
@@ -125,6 +127,23 @@ def _dedupe_counts(paths: FactoryPaths) -> dict[str, int]:
         if d.duplicate:
             counts[d.duplicate] += 1
     return counts
+
+
+def _logged_models(paths: FactoryPaths, stage: str) -> list[str]:
+    """The models of the stage logs whose work this run used (its fingerprint's logs)."""
+    from inspect_ai.log import read_eval_log
+
+    from rsr.factory.provenance import METADATA_KEY
+
+    found: set[str] = set()
+    for log in sorted(paths.logs(stage).glob("*.eval")):
+        header = read_eval_log(str(log), header_only=True)
+        recorded = (header.eval.metadata or {}).get(METADATA_KEY) or {}
+        if recorded.get("fingerprint") == paths.fingerprints.get(stage):
+            found.add(header.eval.model)
+            for role in (header.eval.model_roles or {}).values():
+                found.update(str(m.model) for m in (role if isinstance(role, list) else [role]))
+    return sorted(found)
 
 
 def write_card(cfg: FactoryConfig, paths: FactoryPaths, state: State) -> None:
@@ -179,6 +198,10 @@ def write_card(cfg: FactoryConfig, paths: FactoryPaths, state: State) -> None:
         f"{cfg.execute.temperature}; adaptive execution "
         f"{'on' if cfg.execute.adaptive.enabled else 'off (full K x M)'}; config digest "
         f"{cfg.digest()}.", "",
+        "Produced by (the models each stage's logs record, and the stage's configuration "
+        "fingerprint; work of another configuration is never reused): "
+        + "; ".join(f"{stage} {fp} ({', '.join(_logged_models(paths, stage)) or 'no logs'})"
+                    for stage, fp in paths.fingerprints.items()) + ".", "",
         "## Contamination guard", "",
     ]
     checked = export_note.get("checked_eval", {})

@@ -33,7 +33,7 @@ from rsr.factory.critique import (
     load_prompt,
     model_review,
 )
-from rsr.factory.ledger import FactoryPaths, StageCost, completed_samples, run_eval, sample_tokens
+from rsr.factory.ledger import FactoryPaths, StageCost, run_eval, sample_tokens
 from rsr.factory.records import Attempt, Runbook, Source, read_rows, write_rows
 from rsr.harness import prompts as harness_prompts
 from rsr.harness.protocol import parse_reply
@@ -129,7 +129,7 @@ def accepted() -> Scorer:
 def run(cfg: FactoryConfig, paths: FactoryPaths) -> StageCost:
     sources = {s.id: s for s in read_rows(paths.stage_file("sources"), Source)}
     log_dir = paths.logs("plan")
-    done = completed_samples(log_dir)
+    done = paths.done("plan")
     samples = []
     for source in sources.values():
         for k in range(cfg.plan.k):
@@ -152,7 +152,7 @@ def run(cfg: FactoryConfig, paths: FactoryPaths) -> StageCost:
 def collect(paths: FactoryPaths) -> StageCost:
     cost = StageCost()
     rows = []
-    for _, logged in sorted(completed_samples(paths.logs("plan")).items()):
+    for _, logged in sorted(paths.done("plan").items()):
         record = Runbook.model_validate(logged.sample.store[STORE_RUNBOOK])
         record.tokens = sample_tokens(logged.sample)
         cost.add(logged.sample, sandboxed=False)

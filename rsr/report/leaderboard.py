@@ -672,9 +672,11 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
     else:
         _check_header(log, problems)
 
+    from rsr.verify.binding import binding_problems
     from rsr.verify.evidence import run_manifest
 
     manifest = run_manifest(log)
+    problems.extend(binding_problems(path, log))  # one execution per sample (rsr.verify.binding)
     records = [m.record for m in manifest.samples if m.record]
     bundle = BundleRef(manifest=manifest.digest, samples=len(manifest.samples),
                        with_evidence=len(records)) if records else None

@@ -436,11 +436,19 @@ def writable_bytes(container: str) -> int:
     driver = info.get("GraphDriver") or {}
     upper = (driver.get("Data") or {}).get("UpperDir")
     if driver.get("Name") == "overlay2" and upper and os.path.isdir(upper):
-        total = 0
-        for root, dirs, files in os.walk(upper):
-            for name in files + dirs:
+        # A stack of its own: Python 3.11's os.walk recurses, and an agent's directory chain
+        # deeper than the recursion limit must not crash the watchdog or the verifier.
+        total, pending = 0, [upper]
+        while pending:
+            try:
+                entries = list(os.scandir(pending.pop()))
+            except OSError:
+                continue
+            for entry in entries:
                 try:
-                    total += os.lstat(os.path.join(root, name)).st_blocks * 512
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
                 except OSError:
                     continue
         return total

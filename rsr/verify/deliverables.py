@@ -20,6 +20,7 @@ provides the first two itself and the last is never the agent's.
 
 from __future__ import annotations
 
+import filecmp
 import fnmatch
 import hashlib
 import os
@@ -27,7 +28,7 @@ import stat
 import tarfile
 import tempfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -141,15 +142,15 @@ def _glob_keeps(path: str, pattern: str) -> bool:
     return False
 
 
-def why_dropped(path: str, plan: Plan, host_file: str | None = None) -> str | None:
+def why_dropped(path: str, plan: Plan, host_file: str | None = None, content: bytes | None = None) -> str | None:
     """None when `path` reaches the checker under `plan`, else the reason it does not
-    (`host_file`: where its content can be read, for hooks judged by content)."""
+    (`host_file` or `content`: the file's content, for hooks judged by content)."""
     if _under(path, NEVER_CARRIED):
         return "verifier-owned path (the verifier provides it)"
     if plan.trust == "harbor":
         return None
     if plan.trust == "audited":
-        if any(fnmatch.fnmatchcase(path, p) for p in STARTUP_HOOKS) or _is_code_pth(path, host_file):
+        if any(fnmatch.fnmatchcase(path, p) for p in STARTUP_HOOKS) or _is_code_pth(path, host_file, content):
             return "start-up hook (never carried under strict mode)"
         return None
     if any(_glob_keeps(path, root) for root in plan.roots):
@@ -157,15 +158,17 @@ def why_dropped(path: str, plan: Plan, host_file: str | None = None) -> str | No
     return "outside the task's deliverables (workdir and [verifier] allow_changes)"
 
 
-def _is_code_pth(path: str, host_file: str | None) -> bool:
+def _is_code_pth(path: str, host_file: str | None, content: bytes | None = None) -> bool:
     # A .pth line that starts with `import` runs at every interpreter start; path lines only
     # append directories after the standard ones, so they cannot shadow anything.
     if not path.endswith(".pth"):
         return False
-    if host_file is None or not os.path.isfile(host_file) or os.path.islink(host_file):
-        return True
-    with open(host_file, "rb") as f:
-        lines = f.read(1 << 20).decode("utf-8", errors="replace").splitlines()
+    if content is None:
+        if host_file is None or not os.path.isfile(host_file) or os.path.islink(host_file):
+            return True
+        with open(host_file, "rb") as f:
+            content = f.read(1 << 20)
+    lines = content[:1 << 20].decode("utf-8", errors="replace").splitlines()
     return any(line.startswith(("import ", "import\t")) for line in lines)
 
 
@@ -181,14 +184,32 @@ def capture(container: str, plan: Plan, limit_bytes: int | None = None) -> Chang
         raise CaptureUnavailable(f"container {container[:12]}'s filesystem is not readable from this host "
                                  f"(storage driver {driver.get('Name')!r})")
     lowers = [d for d in (data.get("LowerDir") or "").split(":") if d]
+    volumes = volume_dirs(info)
     paused = _pause(container, info)
     try:
-        changes = _archive(upper, lowers, info["Image"], plan, limit_bytes)
+        changes = _archive(upper, lowers, info["Image"], plan, limit_bytes, volumes)
     finally:
         if paused:
             _unpause(container)
     changes.container = container_template(info)
     return changes
+
+
+def volume_dirs(info: dict[str, Any]) -> list[tuple[str, str]]:
+    """(mount point, host directory) of the container's volumes (an image's VOLUME, a compose
+    volume): their contents are not in the container's layer, and are captured and judged under
+    the same plan (CaptureUnavailable when one cannot be read from this host)."""
+    found = []
+    for m in info.get("Mounts") or []:
+        if m.get("Type") != "volume":
+            continue  # bind mounts are the engine's or the harness's (the verifier's own, logs)
+        source, dest = m.get("Source") or "", (m.get("Destination") or "").rstrip("/")
+        if not dest or _under(dest, NEVER_CARRIED):
+            continue
+        if not os.path.isdir(source):
+            raise CaptureUnavailable(f"the container's volume at {dest} is not readable from this host")
+        found.append((dest, source))
+    return found
 
 
 def container_template(info: dict[str, Any]) -> dict[str, Any]:
@@ -226,15 +247,26 @@ class _Walk:
     changes: dict[str, list[str]]
     limit_bytes: int | None = None
     carried_bytes: int = 0
+    _gone: list[str] = field(default_factory=list)
+    """Deleted volume paths recorded so far (what lies below them is gone with them)."""
 
     def in_lower(self, rel: str) -> bool:
         return any(os.path.lexists(os.path.join(d, rel)) for d in self.lowers)
 
-    def visit(self, rel_dir: str) -> None:
+    def visit(self, top: str) -> None:
+        # Depth-first with a stack of its own: an agent's directory chain can be deeper than
+        # Python's recursion limit (a deep cache is honest work, not a reason to lose a verdict).
+        pending = [top]
+        while pending:
+            pending.extend(reversed(self._visit_one(pending.pop())))
+
+    def _visit_one(self, rel_dir: str) -> list[str]:
+        """Judge one directory's entries; its subdirectories to visit, in order."""
+        subdirs: list[str] = []
         try:
             entries = sorted(os.scandir(os.path.join(self.upper, rel_dir)), key=lambda e: e.name)
         except OSError:
-            return
+            return subdirs
         for entry in entries:
             rel = os.path.join(rel_dir, entry.name)
             path = "/" + rel
@@ -257,12 +289,18 @@ class _Walk:
                     self._judge(path, entry_path=entry.path, existed=False)
                 elif self._metadata_changed(rel, st):
                     self._judge(path, entry_path=entry.path, existed=True)
-                self.visit(rel)
+                subdirs.append(rel)
                 continue
             if stat.S_ISSOCK(st.st_mode):
                 self.changes["dropped"].append(f"{path}: a socket (not a file a checker can use)")
                 continue
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                # A device node or a fifo is never a deliverable, and a regrade refuses an
+                # archive that carries one (rsr.verify.rebuild).
+                self.changes["dropped"].append(f"{path}: a special file (not a deliverable)")
+                continue
             self._judge(path, entry_path=entry.path, existed=existed)
+        return subdirs
 
     def _metadata_changed(self, rel: str, st: os.stat_result) -> bool:
         for d in self.lowers:
@@ -307,12 +345,98 @@ class _Walk:
             self.tar.addfile(info)
 
 
+    def visit_volume(self, dest: str, source: str) -> None:
+        """A volume's contents, judged as the upper directory's are: a volume holds every file
+        (the image's copied in at creation), so a change is what differs from the image's
+        layers, and a deletion is an image file the volume no longer has."""
+        base = dest.strip("/")
+        present: set[str] = set()
+        pending = [""]
+        while pending:
+            sub = pending.pop()
+            try:
+                entries = sorted(os.scandir(os.path.join(source, sub)), key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in reversed(entries):
+                rel = os.path.join(base, sub, entry.name)
+                path, st = "/" + rel, entry.stat(follow_symlinks=False)
+                present.add(rel)
+                lower = self._lower(rel)
+                if stat.S_ISDIR(st.st_mode):
+                    if lower is None or not stat.S_ISDIR(os.lstat(lower).st_mode):
+                        self._judge(path, entry_path=entry.path, existed=lower is not None)
+                    elif self._metadata_changed(rel, st):
+                        self._judge(path, entry_path=entry.path, existed=True)
+                    pending.append(os.path.join(sub, entry.name))
+                elif not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                    self.changes["dropped"].append(f"{path}: a special file (not a deliverable)")
+                elif lower is None or not _same_file(lower, entry.path):
+                    self._judge(path, entry_path=entry.path, existed=lower is not None)
+        for rel in self._image_entries(base):
+            if rel not in present and not any(rel.startswith(d + "/") for d in self._gone):
+                self._gone.append(rel)
+                self._judge("/" + rel, deleted=True, existed=True)
+
+    def _lower(self, rel: str) -> str | None:
+        for d in self.lowers:
+            candidate = os.path.join(d, rel)
+            if os.path.lexists(candidate):
+                st = os.lstat(candidate)
+                return None if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0 else candidate
+        return None
+
+    def _image_entries(self, base: str) -> list[str]:
+        """Every path the image has under `base` (its layers merged, whiteouts honoured), parents
+        before children."""
+        found: list[str] = []
+        pending = [base]
+        while pending:
+            rel = pending.pop()
+            names: set[str] = set()
+            for d in self.lowers:
+                try:
+                    names.update(os.listdir(os.path.join(d, rel)))
+                except OSError:
+                    continue
+            for name in sorted(names, reverse=True):
+                child = os.path.join(rel, name)
+                lower = self._lower(child)
+                if lower is None:
+                    continue
+                found.append(child)
+                if stat.S_ISDIR(os.lstat(lower).st_mode):
+                    pending.append(child)
+        return found
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether the volume's file is the image's, unchanged (type, owner, mode, content)."""
+    sa, sb = os.lstat(a), os.lstat(b)
+    if (sa.st_mode, sa.st_uid, sa.st_gid) != (sb.st_mode, sb.st_uid, sb.st_gid):
+        return False
+    if stat.S_ISLNK(sa.st_mode):
+        return os.readlink(a) == os.readlink(b)
+    return sa.st_size == sb.st_size and filecmp.cmp(a, b, shallow=False)
+
+
 def _is_plugin_registration(path: str, host_file: str) -> bool:
-    parent = PurePosixPath(path).parent.name
-    if PurePosixPath(path).name != "entry_points.txt" or not parent.endswith((".dist-info", ".egg-info")):
+    if not _is_entry_points(path):
         return False
     with open(host_file, "rb") as f:
-        text = f.read(1 << 20).decode("utf-8", errors="replace")
+        return plugin_registration(path, f.read(1 << 20))
+
+
+def _is_entry_points(path: str) -> bool:
+    parent = PurePosixPath(path).parent.name
+    return PurePosixPath(path).name == "entry_points.txt" and parent.endswith((".dist-info", ".egg-info"))
+
+
+def plugin_registration(path: str, content: bytes) -> bool:
+    """Whether a kept file is package metadata registering a pytest plugin."""
+    if not _is_entry_points(path):
+        return False
+    text = content[:1 << 20].decode("utf-8", errors="replace")
     return any(line.strip().replace(" ", "") == "[pytest11]" for line in text.splitlines())
 
 
@@ -323,14 +447,18 @@ def _is_opaque(path: str) -> bool:
         return False
 
 
-def _archive(upper: str, lowers: list[str], image: str, plan: Plan, limit_bytes: int | None = None) -> Changes:
+def _archive(upper: str, lowers: list[str], image: str, plan: Plan, limit_bytes: int | None = None,
+             volumes: list[tuple[str, str]] | None = None) -> Changes:
     fd, archive_path = tempfile.mkstemp(prefix="changes-", suffix=".tar", dir=cache_dir("verify"))
     os.close(fd)
     changes: dict[str, list[str]] = {"kept": [], "added": [], "deleted": [], "dropped": [], "directories": [],
                                      "plugins": []}
     try:
         with tarfile.open(archive_path, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            _Walk(upper, lowers, plan, tar, changes, limit_bytes).visit("")
+            walk = _Walk(upper, lowers, plan, tar, changes, limit_bytes)
+            walk.visit("")
+            for dest, source in volumes or []:
+                walk.visit_volume(dest, source)
         digest = hashlib.sha256()
         with open(archive_path, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):

@@ -197,6 +197,10 @@ class SampleEvidence(BaseModel):
     format: Literal["rsr-evidence/1"] = RECORD_FORMAT
     sample_uuid: str | None = Field(None, description="the Inspect sample the verdict belongs to: a record "
                                     "moved under another sample no longer matches it")
+    eval_id: str | None = Field(None, description="the eval the sample ran in")
+    epoch: int | None = Field(None, description="the sample's epoch")
+    transcript: str | None = Field(None, description="digest of the sample's transcript at scoring time "
+                                   "(rsr.verify.binding.transcript_digest): messages, model calls, start time")
     task_name: str
     task_digest: str
     image: ImageEvidence

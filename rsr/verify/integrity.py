@@ -98,11 +98,13 @@ def overlay_changes(container: str) -> list[dict[str, Any]] | None:
     def in_lower(rel: str) -> bool:
         return any(os.path.lexists(os.path.join(d, rel)) for d in lowers)
 
-    def walk(rel_dir: str, opaque: bool) -> None:  # noqa: ARG001 - kept for readability of recursion
+    def walk(rel_dir: str) -> list[str]:
+        """One directory's changes; its subdirectories to walk next."""
+        subdirs: list[str] = []
         try:
             entries = list(os.scandir(os.path.join(upper, rel_dir)))
         except OSError:
-            return
+            return subdirs
         for entry in entries:
             rel = os.path.join(rel_dir, entry.name)
             path = "/" + rel
@@ -121,11 +123,16 @@ def overlay_changes(container: str) -> list[dict[str, Any]] | None:
                     # Deleted and recreated: everything the image had below it is gone.
                     change["Opaque"] = True
                 changes.append(change)
-                walk(rel, opaque or is_opaque)
+                subdirs.append(rel)
             else:
                 changes.append(change)
+        return subdirs
 
-    walk("", False)
+    # A stack of its own, not recursion: a directory chain deeper than Python's recursion limit
+    # must not cost the sample its audit.
+    pending = [""]
+    while pending:
+        pending.extend(reversed(walk(pending.pop())))
     return changes
 
 

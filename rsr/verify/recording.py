@@ -44,7 +44,7 @@ def _image(image: str) -> ImageEvidence:
 
 
 def _record(task: LoadedTask, result: Any, mode: str, store: BlobStore,
-            reward_files: dict[str, bytes | None], sample_uuid: str | None) -> str:
+            reward_files: dict[str, bytes | None], sample_uuid: str | None, bound: dict[str, Any]) -> str:
     from rsr import __version__ as rsr_version
 
     changes = result.evidence
@@ -52,7 +52,7 @@ def _record(task: LoadedTask, result: Any, mode: str, store: BlobStore,
     described = json.dumps(changes.model_dump(mode="json", exclude=CHANGES_EXCLUDE), sort_keys=True,
                            separators=(",", ":")).encode()
     record = SampleEvidence(
-        sample_uuid=sample_uuid, task_name=task.name, task_digest=task.digest, image=_image(changes.image),
+        sample_uuid=sample_uuid, **bound, task_name=task.name, task_digest=task.digest, image=_image(changes.image),
         changes=ChangesEvidence(archive=store.put(changes.read_archive()), archive_bytes=changes.archive_bytes,
                                 changes=store.put(described), trust=changes.plan.trust, kept=len(changes.kept),
                                 deleted=len(changes.deleted), dropped=len(changes.dropped)),
@@ -72,13 +72,16 @@ def _record(task: LoadedTask, result: Any, mode: str, store: BlobStore,
 
 async def keep_evidence(task: LoadedTask, result: Any, mode: str, store: BlobStore,
                         reward_files: dict[str, bytes | None] | None = None,
-                        sample_uuid: str | None = None) -> str | None:
+                        sample_uuid: str | None = None, *, eval_id: str | None = None, epoch: int | None = None,
+                        transcript: str | None = None) -> str | None:
     """Store the sample's bundle and discard the verifier's archive file; the record's digest
-    (None: the verifier captured no changes, e.g. a live or separate verifier)."""
+    (None: the verifier captured no changes, e.g. a live or separate verifier). `eval_id`,
+    `epoch` and `transcript` (its digest) bind the record to the execution (rsr.verify.binding)."""
     changes = getattr(result, "evidence", None)
     if changes is None:
         return None
     try:
-        return await asyncio.to_thread(_record, task, result, mode, store, reward_files or {}, sample_uuid)
+        return await asyncio.to_thread(_record, task, result, mode, store, reward_files or {}, sample_uuid,
+                                     {"eval_id": eval_id, "epoch": epoch, "transcript": transcript})
     finally:
         changes.discard()

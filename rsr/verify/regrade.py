@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rsr.errors import RsrError
 from rsr.tasks.load import LoadedTask, load_task
+from rsr.verify.binding import unbound_samples
 from rsr.verify.evidence import (
     BlobStore,
     EvidenceError,
@@ -43,7 +44,7 @@ __all__ = ["RegradeReport", "SampleRegrade", "regrade_log", "regrade_record"]
 SCORER = "verifier"
 TOL = 1e-9
 Status = Literal["reproduced", "differs", "no-bundle", "bundle-missing", "bundle-modified", "task-changed",
-                 "image-changed",
+                 "image-changed", "unbound",
                  "unsupported", "error"]
 
 
@@ -91,46 +92,40 @@ def _close(a: dict[str, float] | None, b: dict[str, float] | None) -> bool:
     return all(math.isclose(float(a[k]), float(b[k]), abs_tol=TOL) for k in a)
 
 
-def image_facts(image: str) -> dict[str, Any] | None:
-    """The engine's record of an image (None: not on this engine)."""
-    from docker.errors import ImageNotFound
-
-    from rsr.sandbox import engine
-
-    try:
-        return engine.api().inspect_image(image)
-    except ImageNotFound:
-        return None
-
-
-def recorded_changes(record: SampleEvidence, store: BlobStore, workdir: Path) -> Any:
-    """The verifier's Changes rebuilt from a bundle: its record, its archive in `workdir`."""
-    from rsr.verify.deliverables import Changes
+def recorded_changes(task: LoadedTask, record: SampleEvidence, store: BlobStore, workdir: Path,
+                     image: tuple[str, dict[str, Any]] | None = None) -> Any:
+    """The verifier's Changes rebuilt for a regrade: the bundle's archive members and deletions,
+    judged under the task's own plan against its pristine image (rsr.verify.rebuild); nothing
+    else of the bundle's changes record (its plan, lists, Env, working directory, limits) is used."""
+    from rsr.verify.rebuild import ForgedArchive, rebuild_changes, regrade_mode
 
     archive = store.get(record.changes.archive, "kept-changes archive")
-    described = json.loads(store.get(record.changes.changes, "changes record"))
-    path = workdir / "changes.tar"
-    path.write_bytes(archive)
-    changes = Changes.model_validate({**described, "archive_path": str(path)})
-    if changes.image != record.image.id or "sha256:" + changes.archive_sha256 != record.changes.archive:
-        raise EvidenceError(f"the changes record {record.changes.changes} names another image or archive than "
-                            "the sample's record")
-    # The agent's network is gone: the regrade runs the tests with none.
-    host = dict((changes.container or {}).get("HostConfig") or {})
-    host["NetworkMode"] = "none"
-    changes.container = {**(changes.container or {}), "HostConfig": host}
-    return changes
+    try:
+        described = json.loads(store.get(record.changes.changes, "changes record"))
+    except ValueError as e:
+        raise EvidenceError(f"the changes record {record.changes.changes} is not JSON: {e}") from e
+    deleted = described.get("deleted") if isinstance(described, dict) else None
+    if not isinstance(deleted, list):
+        raise ForgedArchive(f"the changes record {record.changes.changes} has no list of deletions")
+    return rebuild_changes(task, archive, deleted, regrade_mode(task, record.inputs.integrity), workdir, image)
 
 
-async def regrade_record(task: LoadedTask, record: SampleEvidence, store: BlobStore) -> Any:
-    """The verifier's fresh verdict (a VerifierResult) on a recorded sample: its kept changes on a
-    fresh container of the pristine image, the task's tests, the integrity rules of its mode."""
+async def regrade_record(task: LoadedTask, record: SampleEvidence, store: BlobStore,
+                         image: tuple[str, dict[str, Any]] | None = None) -> Any:
+    """The verifier's fresh verdict (a VerifierResult) on a recorded sample: its kept changes,
+    judged under the task's plan, on a fresh container of the task's pristine image configured
+    from the task, the task's tests, the integrity rules the task sets (rsr.verify.rebuild)."""
+    from rsr.verify.rebuild import regrade_mode, task_image
     from rsr.verify.verifier import verify_changes
 
-    mode = record.inputs.integrity if record.inputs.integrity in ("strict", "warn") else "auto"
+    if image is None:
+        image = await asyncio.to_thread(task_image, task)
+    if image[1]["Id"] != record.image.id:
+        raise EvidenceError(f"the record names image {record.image.id}, but the task's image {image[0]} is "
+                            f"{image[1]['Id']}")
     with tempfile.TemporaryDirectory(prefix="rsr-regrade-") as tmp:
-        changes = recorded_changes(record, store, Path(tmp))
-        return await verify_changes(task, changes, integrity=mode)  # type: ignore[arg-type]
+        changes = await asyncio.to_thread(recorded_changes, task, record, store, Path(tmp), image)
+        return await verify_changes(task, changes, integrity=regrade_mode(task, record.inputs.integrity))
 
 
 def _load_task(meta: dict[str, Any], name: str, tasks_root: Path | None) -> LoadedTask:
@@ -187,18 +182,20 @@ async def _regrade_sample(sample: Any, store: BlobStore, tasks_root: Path | None
         out.status, out.reason = "unsupported", ("the task's tests check processes the agent left running, which "
                                                  "a bundle of files cannot bring back")
         return out
-    facts = await asyncio.to_thread(image_facts, record.image.id)
-    if facts is None:
-        out.status, out.reason = "image-changed", (f"the pristine image {record.image.id} is not on this engine "
-                                                   "(pull or rebuild the task's image by digest)")
+    from rsr.verify.rebuild import task_image
+
+    try:
+        image = await asyncio.to_thread(task_image, task)
+    except RsrError as e:
+        out.status, out.reason = "image-changed", str(e)
         return out
-    layers = list((facts.get("RootFS") or {}).get("Layers") or [])
-    if record.image.layers and layers != record.image.layers:
-        out.status, out.reason = "image-changed", f"image {record.image.id} has other layers than recorded"
+    if image[1]["Id"] != record.image.id:
+        out.status, out.reason = "image-changed", (f"the task's image {image[0]} is {image[1]['Id']}; the log "
+                                                   f"ran {record.image.id} (rebuild or pull the task's image)")
         return out
     started = time.monotonic()
     try:
-        result = await regrade_record(task, record, store)
+        result = await regrade_record(task, record, store, image)
     except EvidenceError as e:
         out.status, out.reason = "bundle-modified", str(e)
         return out
@@ -238,10 +235,16 @@ def regrade_log(path: str | Path, *, store: str | Path | None = None, tasks_root
             pass
 
     limit = asyncio.Semaphore(max(1, jobs))
+    unbound = unbound_samples(path, log, blobs)
 
     async def one(s: Any) -> SampleRegrade:
         async with limit:
-            result = await _regrade_sample(s, blobs, root)
+            if (str(s.id), int(s.epoch)) in unbound:
+                result = SampleRegrade(id=str(s.id), epoch=int(s.epoch), status="unbound",
+                                       task_name=str((s.metadata or {}).get("task_name") or s.id),
+                                       reason=unbound[(str(s.id), int(s.epoch))])
+            else:
+                result = await _regrade_sample(s, blobs, root)
         if on_sample is not None:
             on_sample(result)
         return result

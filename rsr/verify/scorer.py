@@ -80,6 +80,16 @@ async def _regrade_finished(state: TaskState, task: LoadedTask) -> VerifierResul
     # The absolute path recorded at run time; RSR_EVIDENCE_STORE when the log's evidence/ moved.
     store = BlobStore(os.environ.get(EVIDENCE_STORE_ENV) or kept["store"])
     record = store.get_model(kept["record"], SampleEvidence, "evidence record")
+    logged = (state.scores or {}).get("verifier")
+    logged_record = (logged.metadata or {}).get(SCORE_KEY) if logged is not None else None
+    if isinstance(logged_record, dict) and logged_record.get("record") not in (None, kept["record"]):
+        raise RsrError(f"rsr/verifier: sample {state.sample_id} epoch {state.epoch}: its store names evidence record "
+                       f"{kept['record']}, its score {logged_record.get('record')}")
+    # Bound to this execution (rsr.verify.binding): a record copied from another sample or epoch
+    # is not this sample's evidence.
+    if record.sample_uuid != state.uuid or record.epoch not in (None, state.epoch):
+        raise RsrError(f"rsr/verifier: sample {state.sample_id} epoch {state.epoch}: its evidence record belongs to "
+                       f"sample uuid {record.sample_uuid} epoch {record.epoch}, not this sample's {state.uuid}")
     if record.task_digest != task.digest:
         raise RsrError(f"rsr/verifier: sample {state.sample_id}: task {task.name} at {task.paths.task_dir} has "
                        f"digest {task.digest}, but the bundle records {record.task_digest}")
@@ -225,10 +235,16 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
                                                       if result.explanation.strip() else "").as_metadata()
         evidence = None
         if bundles is not None:
+            from inspect_ai.log import transcript
+            from inspect_ai.log._samples import sample_active
+
+            from rsr.verify.binding import transcript_digest
             from rsr.verify.recording import keep_evidence
 
             record = await keep_evidence(task, result, result.integrity.mode if result.integrity else mode, bundles,
-                                         _reward_files_read(), state.uuid)
+                                         _reward_files_read(), state.uuid, epoch=state.epoch,
+                                         eval_id=getattr(sample_active(), "eval_id", None),
+                                         transcript=transcript_digest(state.messages, transcript().events))
             if record is not None:
                 evidence = {"record": record}
                 state.store.set(STORE_KEY, {"record": record, "store": str(bundles.root)})

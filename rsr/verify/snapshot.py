@@ -76,7 +76,8 @@ def stage_tests(task: LoadedTask, tests_dir: Path) -> None:
 
 
 def create_pristine(agent_container: str | None, task: LoadedTask, image: str, *, join_network: bool = True,
-                    hardened: bool = False, template: dict[str, Any] | None = None) -> Snapshot:
+                    hardened: bool = False, template: dict[str, Any] | None = None,
+                    agent_volumes: bool = False) -> Snapshot:
     """Start a verification container of the pristine task `image` (the agent's changes are
     applied afterwards, `rsr.verify.deliverables.apply`). Limits, environment and working
     directory come from the agent container's configuration (`template`: an inspect_container
@@ -118,9 +119,11 @@ def create_pristine(agent_container: str | None, task: LoadedTask, image: str, *
         "binds": {str(tests_dir): {"bind": TESTS_MOUNT, "mode": "ro" if hardened else "rw"},
                   str(logs_dir): {"bind": VERIFIER_LOG_DIR, "mode": "rw"}},
         "device_requests": limits.get("DeviceRequests") or None,
-        # The agent's volumes (an image's VOLUME, a compose volume) are not in its layer: the
-        # tests see them as the agent left them, as under Harbor.
-        "volumes_from": [agent_container] if agent_container and source.get("Mounts") else None,
+        # The agent's volumes (an image's VOLUME, a compose volume) are not in its layer. The
+        # capture reads and judges them (rsr.verify.deliverables.volume_dirs), so the tests get
+        # the image's own fresh volumes with the kept changes applied; only the commit fallback
+        # (`agent_volumes`) shows them as the agent left them.
+        "volumes_from": [agent_container] if agent_volumes and agent_container and source.get("Mounts") else None,
         "security_opt": security_options(task.config.verifier.allow_ptrace) if hardened else None,
     }
     try:
@@ -151,7 +154,8 @@ def create(agent_container: str, task: LoadedTask, join_network: bool = True) ->
                        conf={"Labels": {**(source["Config"].get("Labels") or {}), engine.LABEL_SANDBOX: "rsr-verify",
                                         engine.LABEL_OWNER: str(os.getpid())}})["Id"]
     try:
-        snap = create_pristine(agent_container, task, image, join_network=join_network, template=source)
+        snap = create_pristine(agent_container, task, image, join_network=join_network, template=source,
+                               agent_volumes=True)
     except Exception:
         _remove_image(image)
         raise
