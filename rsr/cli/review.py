@@ -50,7 +50,7 @@ def review(
         flagged |= bool(hacked)
         colour = "red" if hacked else "green"
         console.print(f"[{colour}]{len(hacked)} passing sample(s) flagged[/{colour}] {escape(r.log)}: "
-                      f"{len(r.samples)} samples, {sum(len(s.findings) for s in r.samples)} finding(s)")
+                      f"{len(r.samples)} samples, {sum(len(s.findings) for s in r.samples)} finding(s)", soft_wrap=True)
         for s in r.samples:
             if not (s.findings or s.judge or all_samples):
                 continue
