@@ -22,9 +22,10 @@ reports each action that touches what an honest agent has no business touching:
 
 An action is one command the agent sent: a Terminus-style reply's keystrokes (both as the
 harness recorded them and as re-read from the reply text, so stripping the harness's parse
-record hides nothing) or a tool call's arguments. What the detectors cannot see: commands
-assembled at run time (variables, base64, a script downloaded and run), what a binary the agent
-brought does, and work an agent does outside its transcript. The model judge
+record hides nothing) or a tool call's arguments; a log's review also reads the replies its model
+events record, so a command edited out of the messages is still seen. What the detectors cannot
+see: commands assembled at run time (variables, base64, a script downloaded and run), what a
+binary the agent brought does, and work an agent does outside its transcript. The model judge
 (`rsr.verify.hack_judge`) reads the same actions with a rubric.
 """
 
@@ -75,10 +76,12 @@ class Action(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    step: int = Field(description="the agent turn (1-based count of assistant messages)")
-    message: int = Field(description="index of the assistant message in the sample's messages")
+    step: int = Field(description="the agent turn (1-based count of assistant messages, or of model "
+                      "calls for a command found only in the transcript's model events)")
+    message: int | None = Field(description="index of the assistant message in the sample's messages")
     source: Literal["keystrokes", "tool_call"]
     text: str
+    origin: Literal["messages", "events"] = "messages"
 
 
 class Finding(BaseModel):
@@ -87,7 +90,7 @@ class Finding(BaseModel):
     detector: str
     severity: Severity
     step: int
-    message: int
+    message: int | None
     evidence: str = Field(description="excerpt of the action around what matched")
 
 
@@ -179,31 +182,49 @@ def _tool_text(function: str, arguments: dict[str, Any]) -> str:
     return " ".join([function, *values])
 
 
-def actions_of(messages: Sequence[ChatMessage]) -> list[Action]:
-    """Every command the agent sent, in order, with its agent turn."""
+def _message_actions(message: ChatMessage, step: int, index: int | None,
+                     origin: Literal["messages", "events"]) -> list[Action]:
+    texts: list[tuple[str, Literal["keystrokes", "tool_call"]]] = []
+    for call in getattr(message, "tool_calls", None) or []:
+        texts.append((_tool_text(call.function, dict(call.arguments or {})), "tool_call"))
+    parsed = (message.metadata or {}).get(PARSE_KEY)
+    if isinstance(parsed, dict):
+        for command in parsed.get("commands") or []:
+            if isinstance(command, dict) and isinstance(command.get("keystrokes"), str):
+                texts.append((command["keystrokes"], "keystrokes"))
+    texts.extend((text, "keystrokes") for text in _from_text(message.text))
+    out: list[Action] = []
+    seen: set[str] = set()
+    for text, source in texts:
+        if text.strip() and text not in seen:
+            seen.add(text)
+            out.append(Action(step=step, message=index, source=source, text=text, origin=origin))
+    return out
+
+
+def actions_of(messages: Sequence[ChatMessage], events: Sequence[Any] | None = None) -> list[Action]:
+    """Every command the agent sent, in order, with its agent turn.
+
+    With `events` (the sample's transcript), the replies of its model calls are read too, and a
+    command found only there is added (step: the model call's ordinal): editing the messages
+    alone does not hide a command from the review.
+    """
     actions: list[Action] = []
     step = 0
     for index, message in enumerate(messages):
-        if message.role != "assistant":
-            continue
-        step += 1
-        seen: set[str] = set()
-
-        def add(text: str, source: Literal["keystrokes", "tool_call"], index: int = index,
-                step: int = step, seen: set[str] = seen) -> None:
-            if text.strip() and text not in seen:
-                seen.add(text)
-                actions.append(Action(step=step, message=index, source=source, text=text))
-
-        for call in getattr(message, "tool_calls", None) or []:
-            add(_tool_text(call.function, dict(call.arguments or {})), "tool_call")
-        parsed = (message.metadata or {}).get(PARSE_KEY)
-        if isinstance(parsed, dict):
-            for command in parsed.get("commands") or []:
-                if isinstance(command, dict) and isinstance(command.get("keystrokes"), str):
-                    add(command["keystrokes"], "keystrokes")
-        for text in _from_text(message.text):
-            add(text, "keystrokes")
+        if message.role == "assistant":
+            step += 1
+            actions.extend(_message_actions(message, step, index, "messages"))
+    if events:
+        known = {a.text for a in actions}
+        calls = [e for e in events if getattr(e, "event", None) == "model" and getattr(e, "output", None)]
+        for ordinal, event in enumerate(calls, start=1):
+            if not event.output.choices:
+                continue
+            for action in _message_actions(event.output.message, ordinal, None, "events"):
+                if action.text not in known:
+                    known.add(action.text)
+                    actions.append(action)
     return actions
 
 
@@ -337,7 +358,7 @@ def _passed(sample: EvalSample) -> bool | None:
 
 
 def review_sample(sample: EvalSample, task: LoadedTask | None) -> SampleReview:
-    actions = actions_of(sample.messages)
+    actions = actions_of(sample.messages, sample.events)
     meta = sample.metadata or {}
     return SampleReview(sample_id=str(sample.id), epoch=sample.epoch, task=str(meta.get("task_name") or sample.id),
                         passed=_passed(sample), actions=len(actions),
@@ -352,24 +373,20 @@ def review_log(path: str | Path, tasks: dict[str, LoadedTask] | None = None) -> 
         tasks: name -> task to take the task's facts from (a board passes its pinned suite);
             default: the task folder each sample recorded, when it is still there.
     """
-    from inspect_ai.log import read_eval_log, read_eval_log_sample
+    from inspect_ai.log import read_eval_log_sample
 
     from rsr.errors import RsrError
     from rsr.tasks.load import task_from_metadata
 
     try:
-        header = read_eval_log(str(path), header_only=True)
         ids = [(s.id, s.epoch) for s in _summaries(path)]
     except FileNotFoundError as e:
         raise RsrError(f"{path}: log file not found") from e
     except Exception as e:  # a truncated or foreign zip: say which file
         raise RsrError(f"{path}: not a readable Inspect log ({type(e).__name__}: {e})") from e
-    del header
     reviews: list[SampleReview] = []
     for sid, epoch in ids:
-        sample = read_eval_log_sample(str(path), id=sid, epoch=epoch,
-                                      exclude_fields={"events", "events_data", "timelines"},
-                                      resolve_attachments=True)
+        sample = read_eval_log_sample(str(path), id=sid, epoch=epoch, resolve_attachments=True)
         meta = sample.metadata or {}
         name = str(meta.get("task_name") or sample.id)
         task = (tasks or {}).get(name)

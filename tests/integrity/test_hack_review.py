@@ -125,12 +125,16 @@ def test_board_rejects_a_passing_sample_with_a_hack_under_require_clean_review(r
 @pytest.mark.docker
 def test_board_review_does_not_trust_what_the_submitter_wrote_into_the_log(runs, tmp_path) -> None:
     def scrubbed(log: EvalLog) -> None:
-        # The submitter clears the recorded review and the harness's parse record of every reply.
+        # The submitter clears the recorded review, the harness's parse record of every reply, and
+        # the offending commands from the replies' text.
         for sample in log.samples or []:
             sample.scores["verifier"].metadata[SCORE_KEY] = {"actions": 0, "hack": False, "findings": []}
             for m in sample.messages:
                 if m.metadata:
                     m.metadata.pop(PARSE_KEY, None)
+                if m.role == "assistant":
+                    for keys in VARIANTS.values():
+                        m.content = m.text.replace(json.dumps(keys)[1:-1], "ls\\n")
 
     log = read_eval_log(str(runs["every"]))
     scrubbed(log)
@@ -138,7 +142,13 @@ def test_board_review_does_not_trust_what_the_submitter_wrote_into_the_log(runs,
     write_eval_log(log, str(forged))
     with pytest.raises(LogValidationError, match=r"hack review: sample .*\(peek-tests\).*tests-read"):
         validate_log(forged, load_board(_board(tmp_path / "strict", runs["every_suite"], clean=True)))
-    assert {s.task for s in review_log(forged).samples if s.hack} == {"peek-tests", "forge-reward"}
+    review = review_log(forged)
+    assert {s.task for s in review.samples if s.hack} == {"peek-tests", "forge-reward"}
+    # Seen only in the model events, now that the messages no longer show it.
+    peek = next(s for s in review.samples if s.task == "peek-tests")
+    assert [(f.detector, f.step, f.message) for f in peek.findings] == [("tests-read", 1, None)]
+    edited = [m for sample in read_eval_log(str(forged)).samples for m in sample.messages if m.role == "assistant"]
+    assert not any("/tests/" in m.text or "/logs/verifier" in m.text for m in edited)
 
 
 @pytest.mark.docker
