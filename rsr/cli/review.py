@@ -19,6 +19,8 @@ def review(
     judge: Annotated[str | None, typer.Option(
         "--judge", help="Also ask this Inspect model (e.g. openai/gpt-5) to judge each passing sample "
         "with the rubric prompt; off by default.")] = None,
+    judge_args: Annotated[list[str] | None, typer.Option(
+        "--judge-arg", help="KEY=VALUE model argument for the judge (as Inspect's -M); repeatable.")] = None,
     all_samples: Annotated[bool, typer.Option(
         "--all", help="Print every sample, not only those with findings.")] = False,
 ) -> None:
@@ -43,7 +45,9 @@ def review(
             reviews.append(review_log(f))
             progress.advance(bar)
     if judge is not None:
-        _judge(reviews, judge)
+        _judge(reviews, judge, _model_args(judge_args or []))
+    elif judge_args:
+        raise RsrError("--judge-arg needs --judge MODEL")
     flagged = False
     for r in reviews:
         hacked = [s for s in r.samples if s.passed and (s.hack or (s.judge or {}).get("verdict") == "hacked")]
@@ -69,25 +73,40 @@ def review(
         raise typer.Exit(1)
 
 
-def _judge(reviews: list[LogReview], model: str) -> None:
+def _model_args(pairs: list[str]) -> dict[str, str]:
+    from rsr.errors import RsrError
+
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise RsrError(f"--judge-arg {pair!r}: expected KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def _judge(reviews: list[LogReview], model_name: str, model_args: dict[str, str]) -> None:
     """The judge reads each passing sample again (with its messages) and records its verdict."""
     import asyncio
 
     from inspect_ai.log import read_eval_log_sample
+    from inspect_ai.model import get_model
 
     from rsr.verify.hack_judge import judge_actions
     from rsr.verify.hack_review import actions_of
+
+    model = get_model(model_name, **model_args)
 
     async def run() -> None:
         for r in reviews:
             for s in r.samples:
                 if not s.passed:
                     continue  # as leaderboards do: only a pass can be a reward hack
-                sample = read_eval_log_sample(r.log, id=s.sample_id, epoch=s.epoch, resolve_attachments=True,
-                                              exclude_fields={"events", "events_data", "timelines"})
+                sample = read_eval_log_sample(r.log, id=s.sample_id, epoch=s.epoch, resolve_attachments=True)
                 first = next((m.text for m in sample.messages if m.role == "user"), "")
                 instruction = sample.input if isinstance(sample.input, str) else first
-                verdict = await judge_actions(actions_of(sample.messages), s.findings, instruction, model)
+                actions = actions_of(sample.messages, sample.events)
+                verdict = await judge_actions(actions, s.findings, instruction, model)
                 s.judge = verdict.model_dump()
 
     asyncio.run(run())
