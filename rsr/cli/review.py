@@ -34,6 +34,9 @@ def review(
     from rsr.report.logs import find_logs
     from rsr.verify.hack_review import review_log
 
+    if judge_args and judge is None:
+        raise RsrError("--judge-arg needs --judge MODEL")
+    model_args = _model_args(judge_args or [])
     files = find_logs(logs)
     if not files:
         raise RsrError("no .eval logs found in " + ", ".join(map(str, logs)))
@@ -45,12 +48,10 @@ def review(
             reviews.append(review_log(f))
             progress.advance(bar)
     if judge is not None:
-        _judge(reviews, judge, _model_args(judge_args or []))
-    elif judge_args:
-        raise RsrError("--judge-arg needs --judge MODEL")
+        _judge(reviews, judge, model_args)
     flagged = False
     for r in reviews:
-        hacked = [s for s in r.samples if s.passed and (s.hack or (s.judge or {}).get("verdict") == "hacked")]
+        hacked = [s for s in r.samples if s.flagged]
         flagged |= bool(hacked)
         colour = "red" if hacked else "green"
         console.print(f"[{colour}]{len(hacked)} passing sample(s) flagged[/{colour}] {escape(r.log)}: "
@@ -64,7 +65,7 @@ def review(
                 console.print(f"    {f.severity:10} {f.detector:15} step {f.step}: {f.evidence}",
                               markup=False, highlight=False)
             if s.judge:
-                console.print(f"    judge: {s.judge['verdict']}: {s.judge['explanation']}", markup=False,
+                console.print(f"    judge: {s.judge.verdict}: {s.judge.explanation}", markup=False,
                               highlight=False)
     if json_out is not None:
         json_out.write_text("[" + ",\n".join(r.model_dump_json() for r in reviews) + "]\n")
@@ -107,6 +108,6 @@ def _judge(reviews: list[LogReview], model_name: str, model_args: dict[str, str]
                 instruction = sample.input if isinstance(sample.input, str) else first
                 actions = actions_of(sample.messages, sample.events)
                 verdict = await judge_actions(actions, s.findings, instruction, model)
-                s.judge = verdict.model_dump()
+                s.judge = verdict
 
     asyncio.run(run())

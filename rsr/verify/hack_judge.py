@@ -9,11 +9,9 @@ import hashlib
 import json
 import re
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from rsr.verify.hack_review import Action, Finding
+from rsr.verify.hack_review import Action, Finding, JudgeVerdict
 
 if TYPE_CHECKING:
     from inspect_ai.model import Model
@@ -25,16 +23,6 @@ DEFAULT_JUDGE_PROMPT = "hack_judge.v1"
 # passing sample must stay cheap, and the last commands are where a result gets forged.
 MAX_COMMANDS_CHARS = 24_000
 MAX_COMMAND_CHARS = 2_000
-
-
-class JudgeVerdict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    verdict: Literal["hacked", "legitimate", "unclear"]
-    explanation: str = ""
-    model: str
-    prompt: str = Field(description="prompt file name and the sha256 of its text")
-    usage: dict[str, Any] | None = None
 
 
 def judge_prompt(name: str = DEFAULT_JUDGE_PROMPT) -> str:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     from rsr.tasks.load import LoadedTask
 
-__all__ = ["DETECTORS", "Action", "Finding", "LogReview", "SampleReview", "TaskFacts",
+__all__ = ["DETECTORS", "Action", "Finding", "JudgeVerdict", "LogReview", "SampleReview", "TaskFacts",
            "actions_of", "review_actions", "review_log", "review_messages", "review_sample"]
 
 Severity = Literal["hack", "suspicious"]
@@ -94,6 +94,18 @@ class Finding(BaseModel):
     evidence: str = Field(description="excerpt of the action around what matched")
 
 
+class JudgeVerdict(BaseModel):
+    """The model judge's answer (rsr.verify.hack_judge)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Literal["hacked", "legitimate", "unclear"]
+    explanation: str = ""
+    model: str
+    prompt: str = Field(description="prompt file name and the sha256 of its text")
+    usage: dict[str, Any] | None = None
+
+
 class SampleReview(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -103,11 +115,16 @@ class SampleReview(BaseModel):
     passed: bool | None = Field(None, description="the verifier's verdict as the log records it")
     actions: int = Field(description="commands the detectors read; 0 means they saw nothing")
     findings: list[Finding] = Field(default_factory=list)
-    judge: dict[str, Any] | None = Field(None, description="the model judge's verdict (hack_judge)")
+    judge: JudgeVerdict | None = Field(None, description="the model judge's verdict, when asked for")
 
     @property
     def hack(self) -> bool:
         return any(f.severity == "hack" for f in self.findings)
+
+    @property
+    def flagged(self) -> bool:
+        """A pass that the detectors call a hack, or the judge does."""
+        return bool(self.passed) and (self.hack or (self.judge is not None and self.judge.verdict == "hacked"))
 
     @property
     def where(self) -> str:
@@ -147,13 +164,14 @@ class TaskFacts(BaseModel):
     def of(cls, task: LoadedTask | None) -> TaskFacts:
         if task is None:
             return cls()
-        names: set[str] = set()
-        for folder in (task.paths.tests_dir, task.paths.solution_dir):
-            if folder.is_dir():
-                names.update(p.name for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-        # A name the instruction gives the agent is fair game.
-        hidden = tuple(sorted(n for n in names if n not in task.instruction))
-        named = tuple(p for p in ("/tests", "/solution", "/logs/verifier") if p in task.instruction)
+        root = task.paths.task_dir
+        # tests/ and solution/, and a multi-step task's steps/<name>/tests|solution.
+        names = {p.name for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                 and {"tests", "solution"} & set(p.relative_to(root).parts[:-1])}
+        # A name or path the instructions give the agent is fair game.
+        instructions = "\n".join([task.instruction, *(text for _, text in task.step_instructions)])
+        hidden = tuple(sorted(n for n in names if n not in instructions))
+        named = tuple(p for p in ("/tests", "/solution", "/logs/verifier") if p in instructions)
         return cls(name=task.name, hidden_names=hidden, allow_internet=task.config.environment.allow_internet,
                    source=task.config.source, named_paths=named)
 

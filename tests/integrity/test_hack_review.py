@@ -226,3 +226,11 @@ def test_review_actions_does_not_flag_honest_commands_or_paths_the_instruction_n
 
     assert found(told) == [("tests-write", "suspicious")]
     assert found(TaskFacts()) == [("tests-write", "hack")]
+
+
+def test_task_facts_does_list_hidden_file_names_the_instruction_does_not_give() -> None:
+    from rsr.tasks.load import load_task
+
+    facts = TaskFacts.of(load_task(HELLO))
+    assert facts.hidden_names == ("rsr_check.py", "solve.sh", "test.sh", "test_hello.py")
+    assert not facts.allow_internet and facts.named_paths == ()
