@@ -36,6 +36,10 @@ def _register() -> None:
 
     app.command("regrade")(regrade.regrade)
 
+    from rsr.cli import review  # light: the detectors are imported when the command runs
+
+    app.command("review")(review.review)
+
     from rsr.cli import train
 
     app.add_typer(train.app, name="train")

@@ -13,6 +13,8 @@ accepts a log only if
   board is a test board (`reference_agents`), the reference solution (rsr/oracle) or a
   scripted model (`SCRIPTED_PROVIDERS`: mockllm/, rsr-scripted/); the agent
   is one of rsr's registered harnesses or one the board names in `harnesses`;
+- under `require_clean_review`, no passing sample's hack review (rsr.verify.hack_review,
+  recomputed from the transcript against the board's tasks) finds a `hack`;
 - it was verified in the integrity mode the board requires (`integrity: strict`: every
   sample's score records a strict integrity audit);
 - every score is consistent with the evidence the verifier left: each sample's value is
@@ -136,6 +138,9 @@ class BoardConfig(BaseModel):
     require_regrade: bool = Field(
         default=False, description="accept only logs whose every sample has an evidence bundle "
         "and whose regrade (`rsr regrade`) reproduces every score")
+    require_clean_review: bool = Field(
+        default=False, description="refuse a log with a passing sample whose hack review "
+        "(rsr.verify.hack_review, recomputed here from the transcript) finds a `hack`")
     suites: dict[str, SuitePin]
 
     @property
@@ -690,6 +695,11 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
         verdict = regrade_verdict(path, log)
         if verdict.status != "reproduced":
             problems.extend(f"regrade: {p}" for p in verdict.problems)
+    if board.config.require_clean_review:
+        from rsr.verify.hack_review import review_log
+
+        # From the transcript and the board's own tasks: never the review the log's scores carry.
+        problems.extend(f"hack review: {p}" for p in review_log(path, tasks=tasks).problems())
     if problems:
         raise LogValidationError(path, problems)
     ref = LogRef(file=path.name, sha256=file_sha256(path), eval_id=spec.eval_id,

@@ -17,6 +17,8 @@ from rsr.sandbox.infra import INFRA_KEY, InfraError, current_infra_error
 from rsr.tasks.load import LoadedTask, task_from_metadata
 from rsr.verify.artifacts import Collected, collect, sample_artifacts_dir
 from rsr.verify.evidence import EVIDENCE_DIR, SCORE_KEY, BlobStore, SampleEvidence
+from rsr.verify.hack_review import SCORE_KEY as REVIEW_KEY
+from rsr.verify.hack_review import review_messages
 from rsr.verify.steps import STORE_ARTIFACTS_DIR, STORE_STEPS, StepsRecord, trial_result
 from rsr.verify.verifier import VERIFIER_BOOTSTRAP, Integrity, VerifierBootstrapError, VerifierResult, verify
 
@@ -203,22 +205,25 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
     fraction, else = passed)}; the explanation carries the capped test output, the metadata the
     integrity report (`integrity`: auto = strict for tasks that declare `allow_changes`), the
     collected artifacts, for a multi-step task every step's rewards (`steps`) and, for runs with
-    `-T evidence=true`, the digest of the sample's evidence bundle (`evidence`)."""
+    `-T evidence=true`, the digest of the sample's evidence bundle (`evidence`), and the
+    deterministic hack review of the transcript (`hack_review`: findings per command)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         task = task_from_metadata(state.metadata)
         failed = current_infra_error()
         if failed is not None:  # the sandbox never started: nothing to verify (rsr.sandbox.infra)
             return _infra_score(task, failed)
+        # The deterministic hack review over the transcript: a few regexes per command, so always
+        # on. Informational here: a board recomputes it from the transcript (rsr.verify.hack_review).
+        extra: dict[str, Any] = {REVIEW_KEY: review_messages(state.messages, task)}
         if not _has_sandbox():
             kept = (state.store.get(STORE_KEY) if state.store is not None else None) or None
             return _score(await _regrade_finished(state, task), task,
-                          {"record": kept["record"], "regraded": True} if kept else None)
-        extra: dict[str, Any] = {}
+                          {"record": kept["record"], "regraded": True} if kept else None, extra)
         if task.config.steps:
             # Multi-step samples were verified step by step with the agent: no bundle (yet).
-            result, extra = _multi_step(task)
-            return _score(result, task, None, extra)
+            result, steps = _multi_step(task)
+            return _score(result, task, None, {**extra, **steps})
         # Harbor collects artifacts after the agent, before the tests.
         root = sample_artifacts_dir(task, getattr(state, "uuid", None))
         collected = await collect(task, root / "artifacts")

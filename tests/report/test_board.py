@@ -33,6 +33,7 @@ def test_board_does_require_five_epochs_for_tb2_and_three_elsewhere() -> None:
 def test_board_does_require_strict_integrity_and_only_registered_harnesses() -> None:
     board = load_board(REPO / "leaderboards")
     assert board.config.integrity == "strict" and board.config.harnesses == []
+    assert board.config.require_clean_review
 
 
 def test_leaderboard_pin_does_print_digest_of_the_suite_on_disk(tmp_path: Path, capsys) -> None:

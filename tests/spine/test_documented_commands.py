@@ -164,6 +164,11 @@ COMMANDS: dict[str, Doc] = {
         "static", "reads the Table 5 runs above (" + GPU + ")"),
     "python benchmarks/bundle_size.py": Doc(
         "static", "the whole core suite twice (minutes); tests/report/test_regrade.py regrades real runs"),
+    # README: hack review
+    "rsr review logs/ev": Doc("run"),
+    "rsr review logs/ev --all --json review.json": Doc("run"),
+    "rsr review logs/ev --judge openai/gpt-5": Doc(
+        "static", "needs a paid model; tests/integrity/test_hack_review.py runs the judge on a scripted one"),
     # docs/cluster.md
     "pip install rsr[k8s]": Doc("static", NET),
     "helm version": Doc("static", CLUSTER),

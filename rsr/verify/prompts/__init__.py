@@ -1,0 +1,1 @@
+"""Prompt files of the verify layer (the hack-review judge's rubric)."""
