@@ -496,8 +496,8 @@ def test_harbor_and_rsr_oracles_agree_on_every_task(parity: dict[str, Any], caps
         ours, theirs = parity["ours"].get(name), parity["theirs"].get(name)
         assert ours is not None and theirs is not None, f"{name}: rsr {ours is not None}, Harbor {theirs is not None}"
         if theirs["exception"] is not None:
-            # Every task's failure at once, not the first: the exception's last line names it.
-            last = theirs["exception"].strip().splitlines()[-1]
+            # Every task's failure at once, not the first: the exception's last lines name it.
+            last = " | ".join(theirs["exception"].strip().splitlines()[-3:])[-400:]
             table.append(f"{name:<26} Harbor failed: {last}")
             failures.append(f"{name}: Harbor failed: {last}")
             continue
