@@ -70,9 +70,12 @@ def test_leak_findings_warn_on_tasks_without_the_kit_and_fail_a_silent_one(tmp_p
 
 
 CLEAN_CHECK = r'''
-import os, sys
+import os, subprocess, sys
 sys.path.insert(0, "/tests")
 import rsr_check as rc
+# Older than lockdown, like a runner's keep-alive (Harbor's pid 1 is `sh -c "sleep infinity"`:
+# killing its child ends the container): the reduced-mode sweep must leave it.
+keeper = subprocess.Popen(["sleep", "300"])
 rc.lockdown()
 rc.expose("/app")
 fails = []
@@ -95,6 +98,17 @@ me = os.getpid()
 r = rc.run(["sh", "-c", f"cat /proc/{me}/environ >/dev/null 2>&1 && echo readable || echo closed"], root=True)
 if r.stdout.strip() != "closed":
     fails.append(f"a reduced-mode deliverable read the checker's environ: {r.stdout!r}")
+r = rc.run(["sh", "-c", "setsid sleep 301 </dev/null >/dev/null 2>&1 & echo $!"], root=True)
+try:
+    with open(f"/proc/{int(r.stdout)}/stat") as f:
+        state = f.read().rsplit(")", 1)[1].split()[0]
+except (OSError, ValueError):
+    state = "gone"
+if state not in ("gone", "Z"):
+    fails.append(f"a reduced-mode deliverable's own-session process survived the sweep ({state})")
+if keeper.poll() is not None:
+    fails.append("the reduced-mode sweep killed a process older than lockdown")
+keeper.kill()
 st = rc.git(["status", "--porcelain"], repo="/app/repo")
 for marker in ("/tmp/fsmonitor-ran", "/tmp/filter-ran", "/tmp/hook-ran"):
     if os.path.exists(marker):

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,10 @@ from rsr.suites.inspect_tasks import tasks_task
 pytestmark = pytest.mark.docker
 
 REPO = Path(__file__).resolve().parents[2]
-CORE_TASKS = ("hello-world", "ini-to-json")
+# Every core task, derived from the tree so that none can drop out of the comparison unnoticed.
+CORE_TASKS = tuple(sorted(d.name for d in (REPO / "tasks" / "core").iterdir() if (d / "task.toml").is_file()))
+# Harbor's trial concurrency; a shared or smaller machine passes a lower one.
+HARBOR_CONCURRENCY = os.environ.get("RSR_HARBOR_CONCURRENCY", "4")
 
 PROBE_FN = r"""
 rsr_probe() {
@@ -307,7 +313,7 @@ services:
 
 def harbor_copy(task_dir: Path, dest: Path) -> Path:
     """The harbor-here.md workaround: internet on (Harbor refuses no-network here) and host
-    networking for every service and for the build."""
+    networking for every service and for the build; containers stopped without a grace period."""
     copy = dest / task_dir.name
     shutil.copytree(task_dir, copy)
     toml_path = copy / "task.toml"
@@ -324,6 +330,11 @@ def harbor_copy(task_dir: Path, dest: Path) -> Path:
     others = [n for n in services if n != "main"]
     for name, svc in services.items():
         svc["network_mode"] = "host"
+        # Harbor's keep-alive (`sh -c "sleep infinity"`) ignores SIGTERM, so each trial's stop
+        # waited compose's 10 s default, most of a trial; rsr stops its own containers this way.
+        # The stop comes after the verdict.
+        svc.setdefault("stop_signal", "SIGKILL")
+        svc.setdefault("stop_grace_period", "1s")
         svc.pop("networks", None)
         if name == "main" and others:
             # Host networking has no service DNS; rsr resolves service names to loopback the same way.
@@ -356,7 +367,7 @@ def start_harbor(tasks: list[Path], workdir: Path, agent: str = "oracle") -> sub
                 if "18081" in text:
                     f.write_text(text.replace("18081", "18082"), errors="surrogateescape")
     return subprocess.Popen([str(harbor_home() / "bin" / "harbor"), "run", "-p", str(dataset), "--agent", agent,
-                             "-n", "4", "-o", str(workdir / f"harbor-jobs-{agent}"), "-y", "-q"],
+                             "-n", HARBOR_CONCURRENCY, "-o", str(workdir / f"harbor-jobs-{agent}"), "-y", "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(workdir),
                                  "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
@@ -372,7 +383,7 @@ def artifact_files(where: Path | str | None) -> dict[str, str]:
 
 
 def harbor_results(proc: subprocess.Popen[str], workdir: Path, agent: str = "oracle") -> dict[str, dict[str, Any]]:
-    output, _ = proc.communicate(timeout=900)
+    output, _ = proc.communicate(timeout=1800)
     assert proc.returncode == 0, output[-5000:]
     out: dict[str, dict[str, Any]] = {}
     for result in (workdir / f"harbor-jobs-{agent}").glob("*/*/result.json"):
@@ -390,6 +401,16 @@ def harbor_results(proc: subprocess.Popen[str], workdir: Path, agent: str = "ora
             if (result.parent / "exception.txt").is_file() else None,
         }
     return out
+
+
+def harbor_wall(workdir: Path, agent: str = "oracle") -> float | None:
+    """Seconds Harbor's job ran, from its own result.json (it ran beside rsr's eval)."""
+    for job in (workdir / f"harbor-jobs-{agent}").glob("*/result.json"):
+        data = json.loads(job.read_text())
+        if data.get("started_at") and data.get("finished_at"):
+            span = datetime.fromisoformat(data["finished_at"]) - datetime.fromisoformat(data["started_at"])
+            return span.total_seconds()
+    return None
 
 
 def run_rsr(root: Path, workdir: Path, agent: Any = oracle,
@@ -452,13 +473,19 @@ def parity(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     # null agent runs on the multi-step and artifact tasks only (the rest have a null row elsewhere).
     harbor = start_harbor([root / n for n in [*names, *unsupported, *stepped]], work)
     harbor_nop = start_harbor([root / n for n in stepped], work, agent="nop")
+    started = time.monotonic()
     try:
         ours = run_rsr(root, work)
+        rsr_wall = time.monotonic() - started
         ours_null = run_rsr(root, work, null, stepped)
+        rsr_null_wall = time.monotonic() - started - rsr_wall
     finally:
         theirs = harbor_results(harbor, work)
         theirs_nop = harbor_results(harbor_nop, work, "nop")
-    return {"names": [*names, *stepped], "unsupported": unsupported, "ours": ours, "theirs": theirs,
+    walls = {"rsr oracle": rsr_wall, "rsr null": rsr_null_wall,
+             "Harbor oracle": harbor_wall(work), "Harbor nop": harbor_wall(work, "nop"),
+             "both": time.monotonic() - started}
+    return {"walls": walls, "names": [*names, *stepped], "unsupported": unsupported, "ours": ours, "theirs": theirs,
             "root": root, "stepped": stepped, "ours_null": ours_null, "theirs_nop": theirs_nop}
 
 
@@ -468,15 +495,31 @@ def test_harbor_and_rsr_oracles_agree_on_every_task(parity: dict[str, Any], caps
     for name in parity["names"]:
         ours, theirs = parity["ours"].get(name), parity["theirs"].get(name)
         assert ours is not None and theirs is not None, f"{name}: rsr {ours is not None}, Harbor {theirs is not None}"
-        assert theirs["exception"] is None, f"{name}: Harbor failed: {theirs['exception']}"
+        if theirs["exception"] is not None:
+            # Every task's failure at once, not the first: the exception's last lines name it.
+            last = " | ".join(theirs["exception"].strip().splitlines()[-3:])[-400:]
+            table.append(f"{name:<26} Harbor failed: {last}")
+            failures.append(f"{name}: Harbor failed: {last}")
+            continue
         diffs = compare(ours, theirs)
         steps = f" steps rsr={ours['steps']} harbor={theirs['steps']}" if ours["steps"] or theirs["steps"] else ""
-        table.append(f"{name:<14} reward rsr={ours['rewards']} harbor={theirs['rewards']}{steps} "
+        table.append(f"{name:<26} reward rsr={ours['rewards']} harbor={theirs['rewards']}{steps} "
                      f"{'same' if not diffs else '; '.join(diffs)}")
         failures += [f"{name}: {d}" for d in diffs]
     with capsys.disabled():
         print("\n" + "\n".join(table))
+        print("wall s (side by side): " + ", ".join(f"{k} {v:.0f}" for k, v in parity["walls"].items() if v))
     assert not failures, "\n".join(failures)
+
+
+def test_every_core_task_passes_its_oracle_under_harbor_and_rsr(parity: dict[str, Any]) -> None:
+    # Equal verdicts could still be equal failures: the oracle must pass each core task under both.
+    assert len(CORE_TASKS) >= 40 and set(CORE_TASKS) <= set(parity["names"])
+    failing = {name: (parity["ours"][name]["rewards"], (parity["theirs"].get(name) or {}).get("rewards"))
+               for name in CORE_TASKS
+               if parity["ours"][name]["rewards"].get("reward") != 1
+               or ((parity["theirs"].get(name) or {}).get("rewards") or {}).get("reward") != 1}
+    assert not failing, f"oracle rewards (rsr, Harbor): {failing}"
 
 
 def test_harbor_and_rsr_null_agents_agree_on_multi_step_tasks(parity: dict[str, Any],

@@ -23,7 +23,10 @@ a root deliverable without CAP_SYS_PTRACE) and sets umask 077, so whatever the c
 Reduced mode, `run(..., root=True)`: for deliverables that genuinely need root (adding users,
 dpkg). The program still gets a clean environment, no-new-privileges, a timeout, its own
 session and a smaller capability bounding set (so it cannot read the checker's memory or
-environment), and every process it leaves is killed before the checker judges. What it cannot
+environment), and every process it leaves is killed before the checker judges (every process
+started after lockdown that is not the checker's: what ran before it, the container's init and
+a runner's keep-alive such as Harbor's `sh -c "sleep infinity"`, is the runner's, and killing
+it would end the container). What it cannot
 protect: a root deliverable can read /tests (the checker's code and data), can write
 /logs/verifier while it runs (the checker removes the reward files before writing its own) and
 can change system files that the checker uses afterwards; checkers in this mode should import
@@ -65,7 +68,8 @@ ROOT_CAPS = ("chown", "dac_override", "fowner", "fsetid", "setuid", "setgid", "k
 _PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
 
-_session: dict = {"locked": False, "runs": 0, "root_runs": 0, "given": [], "probe": None, "home": None}
+_session: dict = {"locked": False, "runs": 0, "root_runs": 0, "given": [], "probe": None, "home": None,
+                  "before": set()}
 
 
 class AgentRaised(Exception):
@@ -102,6 +106,7 @@ def lockdown() -> None:
             pass
     _session["locked"] = True
     _session["started"] = time.time()
+    _session["before"] = {(pid, _start_of(pid)) for pid in _pids()}
     atexit.register(_at_exit)
     if os.environ.get(PROBE_ENV) == "1":
         _session["probe"] = {"user": "nobody", "mode": "unprivileged", "probes": 0, "findings": [], "notes": []}
@@ -277,6 +282,16 @@ def _uid_of(pid: int) -> int | None:
     return None
 
 
+def _start_of(pid: int) -> int | None:
+    """The process's start time in clock ticks: with the pid, an identity a recycled pid cannot
+    forge."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _ancestors() -> set[int]:
     keep, pid = {1}, os.getpid()
     while pid > 1:
@@ -291,13 +306,21 @@ def _ancestors() -> set[int]:
 
 def sweep() -> None:
     """Kill every process of the deliverable's user (and, after a reduced-mode run, every
-    process that is not the checker or its ancestors), repeating until none is left."""
+    process started since lockdown that is not the checker or its ancestors), repeating until
+    none is left."""
     if os.geteuid() != 0:
         return
     keep = _ancestors()
+    before = _session["before"]
+
+    def left_by_deliverable(p: int) -> bool:
+        uid = _uid_of(p)
+        if uid == RUN_UID:
+            return True
+        return bool(_session["root_runs"]) and uid is not None and (p, _start_of(p)) not in before
+
     for _ in range(50):
-        victims = [p for p in _pids() if p not in keep
-                   and (_uid_of(p) == RUN_UID or (_session["root_runs"] and _uid_of(p) is not None))]
+        victims = [p for p in _pids() if p not in keep and left_by_deliverable(p)]
         if not victims:
             return
         for pid in victims:
