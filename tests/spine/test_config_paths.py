@@ -150,3 +150,17 @@ def test_model_reference_does_keep_a_hub_id_and_resolve_a_local_path(tmp_path: P
     assert resolve_model("./ckpt", tmp_path) == str(tmp_path / "ckpt")
     (tmp_path / "org" / "name").mkdir(parents=True)
     assert resolve_model("org/name", tmp_path) == str(tmp_path / "org/name")  # exists: local
+
+
+def test_rsr_train_from_another_directory_does_read_and_write_where_the_recipe_says(
+        tmp_path: Path, elsewhere: Path) -> None:
+    pytest.importorskip("trl")
+    import json
+
+    shutil.copy(FIXTURE, tmp_path / "rows.jsonl")
+    _recipe(tmp_path / "project" / "recipes" / "r.yaml", ["../../rows.jsonl"], "../runs/r")
+    assert main(["train", "../project/recipes/r.yaml", "--max-steps", "1"]) == 0
+    card = json.loads((tmp_path / "project" / "runs" / "r" / "run_card.json").read_text())
+    assert card["datasets"][0]["path"] == str(tmp_path / "rows.jsonl")
+    assert card["final_dir"] == str(tmp_path / "project" / "runs" / "r" / "final")
+    assert list(elsewhere.iterdir()) == []  # nothing written where the command ran
