@@ -79,3 +79,18 @@ def test_python_m_entry_points_do_print_a_user_error_on_rank_zero_only(
     # torch elastic's failure summary shows this message instead of "To enable traceback see ...".
     assert json.loads(Path(str(error_file) + "0").read_text())["message"]["message"] == line
     assert not Path(str(error_file) + "1").exists()
+
+
+def test_torchrun_launch_does_print_a_user_error_once_and_name_it_as_the_root_cause(
+        rl_tiny: Path, tmp_path: Path) -> None:
+    # accelerate launch's multi-process launcher is torch elastic's (torchrun); 3 CPU ranks here.
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.is_file():
+        pytest.skip("torchrun is not installed (the [train] extra)")
+    done = subprocess.run([str(torchrun), "--nproc_per_node", "3", "-m", "rsr.rl", str(rl_tiny)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    ours = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(ours) == 1 and "make it with: python benchmarks/rl_tiny.py" in ours[0], done.stderr
+    summary = done.stderr[done.stderr.index("Root Cause"):]
+    assert f"traceback : {ours[0]}" in summary  # not "To enable traceback see ..."
