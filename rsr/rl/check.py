@@ -13,7 +13,6 @@ from rsr.errors import RsrError
 from rsr.rl.config import RLConfig
 from rsr.training.check import Problems, check_accelerate_config, check_model, check_writable, missing_extra
 
-
 COLD_START = "an SFT run's final/ directory (`rsr train RECIPE` writes OUTPUT_DIR/final)"
 
 

@@ -164,3 +164,12 @@ def test_rsr_train_from_another_directory_does_read_and_write_where_the_recipe_s
     assert card["datasets"][0]["path"] == str(tmp_path / "rows.jsonl")
     assert card["final_dir"] == str(tmp_path / "project" / "runs" / "r" / "final")
     assert list(elsewhere.iterdir()) == []  # nothing written where the command ran
+
+
+def test_eval_spec_does_resolve_a_suite_path_argument_against_its_folder(tmp_path: Path, elsewhere: Path) -> None:
+    from rsr.report.evalset import load_eval_set
+
+    spec = tmp_path / "specs" / "mine.yaml"
+    spec.parent.mkdir()
+    spec.write_text("name: mine\nsuites:\n  - {task: rsr/harbor, args: {path: ../my-tasks}}\n")
+    assert load_eval_set(spec).suites[0].args["path"] == str(tmp_path / "my-tasks")
