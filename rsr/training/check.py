@@ -83,7 +83,14 @@ def check_model(problems: Problems, where: str, value: str, made_by: str | None 
     `made_by` is the command that makes the checkpoint, said when it is missing."""
     path = Path(value)
     if is_hub_id(value) and not path.exists():
-        return  # a hub id: from_pretrained downloads it (or finds it in the HF cache)
+        # A hub id: from_pretrained downloads it, or finds it in the cache (all it may do offline).
+        if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+            from huggingface_hub import try_to_load_from_cache
+
+            if not isinstance(try_to_load_from_cache(value, "config.json"), str):
+                problems.add(where, f"hub id {value} is not in the Hugging Face cache and"
+                                    " HF_HUB_OFFLINE is set; download it first or give a local checkpoint")
+        return
     if not path.exists():
         how = f"; make it with: {made_by}" if made_by else f"; give {what}"
         problems.add(where, f"checkpoint {path} does not exist ({problems.folder}){how}")
