@@ -25,7 +25,8 @@ class _DefaultRun(TyperGroup):
 
 app = typer.Typer(
     cls=_DefaultRun,
-    help="Supervised fine-tuning (full or LoRA) from a recipe: `rsr train RECIPE.yaml`.",
+    help="Supervised fine-tuning (full or LoRA) from a recipe: `rsr train RECIPE.yaml`"
+         " (`rsr train --check RECIPE.yaml`: check everything, load no model).",
     no_args_is_help=True,
 )
 
