@@ -1,15 +1,15 @@
 """Files rsr ships beside its code: the core suite, eval specs, recipes, examples.
 
 In a checkout they are the repository's folders; a built wheel carries copies of them under
-`rsr/_bundled/` (setup.py's build step), so `rsr/core`, `rsr eval run core` and the recipes work
-from any directory after `pip install rsr`.
+`rsr/_bundled/` (setup.py's build step), so `rsr/core`, `rsr eval run core` and `rsr:` paths
+(rsr/config_paths.py) work from any directory after `pip install rsr`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BUNDLED_FOLDERS", "bundled", "find_file"]
+__all__ = ["BUNDLED_FOLDERS", "bundled", "inside_package"]
 
 BUNDLED_FOLDERS = ("tasks/core", "tasks/live", "evals", "training/recipes", "training/accelerate",
                    "examples", "tests/training/fixtures/trajectories.jsonl")
@@ -28,11 +28,6 @@ def bundled(rel: str) -> Path | None:
     return None
 
 
-def find_file(path: str | Path) -> Path:
-    """`path` as given when it exists, else the shipped file at that repository-relative path
-    (`training/recipes/tiny-cpu.yaml` from any directory); else `path` unchanged."""
-    given = Path(path)
-    if given.exists() or given.is_absolute():
-        return given
-    shipped = bundled(given.as_posix())
-    return shipped if shipped is not None else given
+def inside_package(path: Path) -> bool:
+    """Whether `path` lies in the installed package (a wheel's, not a checkout's `rsr/`)."""
+    return (_PACKAGE / "_bundled").is_dir() and _PACKAGE in Path(path).absolute().parents

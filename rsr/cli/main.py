@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     except RsrError as e:
         from rich.markup import escape  # messages hold brackets: '.[train]', messages[2]
 
-        Console(stderr=True).print(f"[red]error:[/red] {escape(str(e))}")
+        # soft_wrap: a long path stays on one line (a terminal wraps it; a log keeps it whole).
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
         return 2
     except typer.Exit as e:
         return e.exit_code

@@ -17,10 +17,18 @@ def rl(
     shuffle_rewards: bool = typer.Option(
         False, "--shuffle-rewards", help="Control run: permute each step's rewards."),
     no_resume: bool = typer.Option(False, "--no-resume", help="Ignore existing checkpoints."),
+    check: bool = typer.Option(
+        False, "--check", help="Check everything the run needs (model, suite, output_dir, the"
+        " [train] extra) and exit, loading no model."),
+    accelerate_config: Path | None = typer.Option(
+        None, help="With --check: also check this accelerate config file."),
 ) -> None:
     """GRPO with groups of rollouts per task, rewarded by the verifier (strict integrity);
     checkpoints, steps.jsonl and run_card.json under output_dir; resumes by default."""
     from rsr.rl.main import main
 
-    main(config, output_dir=output_dir, max_steps=max_steps, shuffle_rewards=shuffle_rewards,
-         no_resume=no_resume)
+    summary = main(config, output_dir=output_dir, max_steps=max_steps,
+                   shuffle_rewards=shuffle_rewards, no_resume=no_resume, check=check,
+                   accelerate_config=accelerate_config)
+    if summary is not None:
+        typer.echo(f"{config}: ok ({', '.join(f'{k}: {v}' for k, v in summary.items())})")

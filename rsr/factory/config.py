@@ -1,7 +1,8 @@
 """`factory.yaml`: the typed configuration of one RSR data-factory run.
 
 Unknown keys are errors (a typo must not silently fall back to a default), and every error
-names the file and the field. Relative paths are resolved against the config file's folder.
+names the file and the field. Relative paths are the config file's folder's; `--output-dir`
+on the command line is the working directory's (rsr/config_paths.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from rsr.config_paths import command_line_path, resolve
 from rsr.errors import RsrError
 from rsr.yaml_model import read_yaml_mapping
 
@@ -183,17 +185,12 @@ class FactoryConfig(_Strict):
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _resolve(base: Path, value: Path) -> Path:
-    value = value.expanduser()
-    return value if value.is_absolute() else (base / value).resolve()
-
-
 def load_config(path: str | Path, output_dir: str | Path | None = None) -> FactoryConfig:
     """Read and validate a factory config; errors name the file and the field."""
     path = Path(path)
     raw = read_yaml_mapping(path, "factory config")
     if output_dir is not None:
-        raw["output_dir"] = str(output_dir)
+        raw["output_dir"] = str(command_line_path(output_dir))
     try:
         cfg = FactoryConfig.model_validate(raw)
     except ValidationError as e:
@@ -201,11 +198,11 @@ def load_config(path: str | Path, output_dir: str | Path | None = None) -> Facto
                              for err in e.errors())
         raise RsrError(f"{path}: {problems}") from e
     base = path.resolve().parent
-    cfg.output_dir = _resolve(base, cfg.output_dir)
-    cfg.pool.paths = [_resolve(base, p) for p in cfg.pool.paths]
-    cfg.export.eval_paths = [_resolve(base, p) for p in cfg.export.eval_paths]
+    cfg.output_dir = resolve(cfg.output_dir, base)
+    cfg.pool.paths = [resolve(p, base) for p in cfg.pool.paths]
+    cfg.export.eval_paths = [resolve(p, base) for p in cfg.export.eval_paths]
     fixture = cfg.models.model_args.get("fixture")
     if isinstance(fixture, str):
-        cfg.models.model_args["fixture"] = str(_resolve(base, Path(fixture)))
+        cfg.models.model_args["fixture"] = str(resolve(fixture, base))
     cfg.source_path = path.resolve()
     return cfg

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rsr.bundled import bundled
+from rsr.config_paths import resolve
 from rsr.errors import RsrError, TaskFormatError, UnknownOptionError, closest
 from rsr.report.runguard import RunInterrupted, interruptible, log_dir_lock, remove_own_containers
 from rsr.yaml_model import load_yaml_model
@@ -109,8 +110,15 @@ class EvalSetConfig(BaseModel):
 
 
 def load_eval_set(path: str | Path) -> EvalSetConfig:
-    """Read and validate an eval-set spec; errors name the file and the field."""
-    return load_yaml_model(path, EvalSetConfig, what="eval-set spec", error=TaskFormatError)
+    """Read and validate an eval-set spec; errors name the file and the field. A suite's `path`
+    argument (a task root, `-T path=`) is the spec file's folder's, like every relative path
+    in a config file (rsr/config_paths.py)."""
+    spec = load_yaml_model(path, EvalSetConfig, what="eval-set spec", error=TaskFormatError)
+    base = Path(path).resolve().parent
+    for suite in spec.suites:
+        if isinstance(suite.args.get("path"), str):
+            suite.args["path"] = str(resolve(suite.args["path"], base))
+    return spec
 
 
 def find_spec(name_or_path: str) -> Path:

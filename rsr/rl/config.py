@@ -2,7 +2,8 @@
 
 The GRPO fields keep TRL's names (`beta`, `epsilon`, `epsilon_high`, `loss_type`,
 `scale_rewards`, `num_iterations`, ...) and are passed to `trl.GRPOConfig` unchanged, so TRL's
-documentation is ours.
+documentation is ours. Relative paths (model, suite.path, output_dir) are the config file's
+folder's, from whatever directory it runs (rsr/config_paths.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rsr.config_paths import resolve, resolve_model
 from rsr.errors import FileFormatError
 from rsr.factory.config import DEFAULT_EVAL_SUITES
 from rsr.training.config import LoraConfig
@@ -85,6 +87,8 @@ class RLConfig(_Strict):
     description: str = ""
     model: str = Field(description="policy to start from: an SFT run's `final/` directory"
                        " (the documented cold start) or any HF checkpoint")
+    model_from: str | None = Field(
+        None, description="the command that makes `model` (printed when it does not exist yet)")
     method: Literal["full", "lora"] = "full"
     lora: LoraConfig | None = None
     suite: SuiteConfig
@@ -127,5 +131,13 @@ class RLConfig(_Strict):
 
 
 def load_rl_config(path: str | Path) -> RLConfig:
-    """Read and validate an RL config; errors name the file and the offending field."""
-    return load_yaml_model(Path(path), RLConfig, what="RL config", error=RLConfigError)
+    """Read and validate an RL config, its relative paths resolved against its folder; errors
+    name the file and the offending field."""
+    path = Path(path)
+    cfg = load_yaml_model(path, RLConfig, what="RL config", error=RLConfigError)
+    base = path.resolve().parent
+    cfg.model = resolve_model(cfg.model, base)
+    if cfg.suite.path is not None:
+        cfg.suite.path = resolve(cfg.suite.path, base)
+    cfg.output_dir = resolve(cfg.output_dir, base)
+    return cfg

@@ -115,7 +115,14 @@ def _peft_config(cfg: RLConfig) -> Any:
 def run(cfg: RLConfig, *, config_path: Path | None = None, console: Console | None = None,
         trainer_hook: Any = None) -> RLRunCard:
     """Train as the config says; returns the run card (also written to the output dir).
-X"""
+"""
+    from rsr.rl.check import COLD_START
+    from rsr.training.check import Problems, check_model
+
+    # Before the heavy imports: a missing checkpoint is one line, not a hub repo-id error.
+    problems = Problems(config_path)
+    check_model(problems, "model", cfg.model, cfg.model_from, what=COLD_START)
+    problems.raise_any()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     try:
         import peft

@@ -1,8 +1,9 @@
 """`rounds.yaml`: R self-improvement rounds over one factory config, typed.
 
 Unknown keys are refused naming the file and the field. Relative paths are resolved against
-the config file's folder, as in a factory config. Loading also checks what would make the
-rounds meaningless: an evaluated task in the factory's pool (it would be trained on).
+the config file's folder, as in a factory config (`train.launch` runs in that folder);
+`--output-dir` on the command line is the working directory's (rsr/config_paths.py). Loading
+also checks what would make the rounds meaningless: an evaluated task in the factory's pool (it would be trained on).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rsr.config_paths import command_line_path, resolve, resolve_model
 from rsr.errors import FileFormatError, RsrError
 from rsr.factory.config import FactoryConfig
 from rsr.factory.config import load_config as load_factory_config
@@ -51,7 +53,9 @@ class TrainSettings(_Strict):
     launch: str | None = Field(
         None, description="run training as this command instead of in this process, with "
                           "{config} replaced by the round's recipe, e.g. `accelerate launch "
-                          "--num_processes 8 -m rsr.training {config}` (multi-GPU)")
+                          "--num_processes 8 -m rsr.training {config}` (multi-GPU); it runs "
+                          "in the rounds config's folder, so its relative paths are that "
+                          "folder's like every other path of the config")
 
     @model_validator(mode="after")
     def _coherent(self) -> TrainSettings:
@@ -119,11 +123,6 @@ class RoundsConfig(_Strict):
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _resolve(base: Path, value: Path) -> Path:
-    value = value.expanduser()
-    return value if value.is_absolute() else (base / value).resolve()
-
-
 def load_rounds_config(path: str | Path, output_dir: str | Path | None = None, *,
                        check_tasks: bool = True) -> RoundsConfig:
     """Read and validate a rounds config and the factory config it names; with check_tasks
@@ -132,13 +131,15 @@ def load_rounds_config(path: str | Path, output_dir: str | Path | None = None, *
     path = Path(path)
     cfg = load_yaml_model(path, RoundsConfig, what="rounds config", error=RoundsConfigError)
     base = path.resolve().parent
-    cfg.output_dir = _resolve(base, Path(output_dir) if output_dir else cfg.output_dir)
-    cfg.factory = _resolve(base, cfg.factory)
-    cfg.train.recipe = _resolve(base, cfg.train.recipe)
+    cfg.output_dir = (command_line_path(output_dir) if output_dir is not None
+                      else resolve(cfg.output_dir, base))
+    cfg.factory = resolve(cfg.factory, base)
+    cfg.train.recipe = resolve(cfg.train.recipe, base)
     if not cfg.train.recipe.is_file():
-        raise RoundsConfigError(path, "train.recipe", f"{cfg.train.recipe} not found")
-    if cfg.first_model and _resolve(base, Path(cfg.first_model)).exists():
-        cfg.first_model = str(_resolve(base, Path(cfg.first_model)))  # else a hub id
+        raise RoundsConfigError(path, "train.recipe",
+                                f"{cfg.train.recipe} not found (relative paths are {base}'s)")
+    if cfg.first_model:
+        cfg.first_model = resolve_model(cfg.first_model, base)
     cfg.source_path = path.resolve()
     template = factory_template(cfg)
     if check_tasks:

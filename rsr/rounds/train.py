@@ -57,7 +57,9 @@ def _launch(cfg: RoundsConfig, path: Path, out: Path, console: Console) -> dict[
     assert cfg.train.launch is not None
     command = shlex.split(cfg.train.launch.replace("{config}", shlex.quote(str(path))))
     console.print(f"launching: {shlex.join(command)}")
-    done = subprocess.run(command, check=False)
+    # In the config's folder: the command's relative paths follow the rule of the config's own.
+    cwd = cfg.source_path.parent if cfg.source_path else None
+    done = subprocess.run(command, check=False, cwd=cwd)
     card = out / "run_card.json"
     if done.returncode != 0 or not card.is_file():
         raise RsrError(f"train.launch exited {done.returncode} without a run card in {out}; "

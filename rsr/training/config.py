@@ -1,8 +1,8 @@
 """Training recipes: one YAML file -> one typed `TrainRecipe`.
 
 Unknown keys are rejected everywhere (a typo such as `learning_rat` must not silently keep
-the default). Relative paths are resolved against the current directory, so recipes are
-written for being run from the repository root.
+the default). Relative paths (datasets, a local model, a `.jinja` template, output_dir) are
+the recipe file's folder's, from whatever directory it runs (rsr/config_paths.py).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rsr.config_paths import resolve, resolve_model
 from rsr.errors import FileFormatError
 from rsr.training.render import DEFAULT_CHAT_TEMPLATE, END_OF_TURN, MODEL_TEMPLATE
 from rsr.yaml_model import load_yaml_model
@@ -149,6 +150,16 @@ class TrainRecipe(_Strict):
 
 
 def load_recipe(path: str | Path) -> TrainRecipe:
-    """Read and validate a recipe; errors name the file and the offending field."""
+    """Read and validate a recipe, its relative paths resolved against its folder; errors name
+    the file and the offending field."""
     path = Path(path)
-    return load_yaml_model(path, TrainRecipe, what="recipe file", error=RecipeError)
+    recipe = load_yaml_model(path, TrainRecipe, what="recipe file", error=RecipeError)
+    base = path.resolve().parent
+    for d in recipe.data.datasets:
+        d.path = resolve(d.path, base)
+    if recipe.model.path is not None:
+        recipe.model.path = resolve_model(recipe.model.path, base)
+    if recipe.chat_template.endswith(".jinja"):
+        recipe.chat_template = str(resolve(recipe.chat_template, base))
+    recipe.output_dir = resolve(recipe.output_dir, base)
+    return recipe

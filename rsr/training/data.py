@@ -163,11 +163,9 @@ class LoadedDataset:
 
 def load_dataset(cfg: DatasetConfig) -> LoadedDataset:
     """Read and validate every row; the first malformed row raises `DatasetRowError`."""
-    from rsr.bundled import find_file
-
-    path = find_file(cfg.path)  # relative paths: the working directory's, else the shipped file
+    path = Path(cfg.path)  # a recipe file's relative paths are resolved when it is loaded
     if not path.exists():
-        raise RsrError(f"dataset {path} not found (paths are relative to the current directory)")
+        raise RsrError(f"dataset {path.absolute()} not found")
     rows, stripped = [], 0
     for index, raw in _iter_raw(path):
         row = validate_row(raw, path, index)

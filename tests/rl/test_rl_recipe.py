@@ -33,7 +33,7 @@ def test_27b_rl_recipe_does_start_from_our_merged_sft_checkpoint() -> None:
 
     cfg = load_rl_config(ROOT / "training/rl/grpo-qwen-27b.yaml")
     sft = load_recipe(ROOT / "training/recipes/lora-qwen-27b.yaml")
-    assert cfg.model == f"checkpoints/{sft.name}-merged"
+    assert cfg.model == str(ROOT / f"checkpoints/{sft.name}-merged")
     assert cfg.engine.kind == "vllm" and cfg.engine.base_url
     assert cfg.suite.name not in cfg.eval_suites
 

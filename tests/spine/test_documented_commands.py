@@ -127,6 +127,7 @@ COMMANDS: dict[str, Doc] = {
     "python benchmarks/leak_detection.py": Doc("run"),
     # README: training and Table 5
     "rsr train training/recipes/tiny-cpu.yaml": Doc("run", extra="--max-steps 2"),
+    "rsr train --check training/recipes/tiny-cpu.yaml": Doc("run"),
     "accelerate launch --config_file training/accelerate/fsdp2.yaml -m rsr.training "
     "training/recipes/full-qwen-27b.yaml": Doc("static", GPU),
     "rsr train training/recipes/lora-qwen-27b.yaml": Doc("static", GPU),
@@ -140,6 +141,8 @@ COMMANDS: dict[str, Doc] = {
     "python benchmarks/rl_tiny.py --out runs/rl-tiny": Doc(
         "static", "a cold start and two GRPO runs: tens of minutes on CPU (its run function is exercised by "
                   "tests/rl/test_rl_grpo.py)"),
+    "rsr rl --check examples/rl-tiny.yaml": Doc(
+        "run", rc=(2,), why="before the cold start it names the missing checkpoint and its command"),
     "rsr rl examples/rl-tiny.yaml": Doc("static", "trains from the cold start python benchmarks/rl_tiny.py builds"),
     "rsr rl examples/rl-tiny.yaml --shuffle-rewards --output-dir runs/rl-tiny/control --no-resume": Doc(
         "static", "the shuffled-reward control of the run above"),

@@ -66,8 +66,13 @@ def test_wheel_does_carry_core_suite_specs_recipes_and_templates(wheel: Path) ->
     assert not any("__pycache__" in n for n in names)
 
 
-@pytest.mark.docker
-def test_wheel_installed_in_a_fresh_venv_does_run_a_core_task_with_the_oracle(wheel: Path, tmp_path: Path) -> None:
+def _without_checkout() -> dict[str, str]:
+    """This environment without PYTHONPATH: rsr from the wheel, not from a checkout on the path."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def _install(wheel: Path, tmp_path: Path) -> Path:
+    """A fresh venv with rsr from the wheel only; returns the venv."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     # The dependencies come from this environment (no downloads); rsr itself only from the wheel.
@@ -78,11 +83,38 @@ def test_wheel_installed_in_a_fresh_venv_does_run_a_core_task_with_the_oracle(wh
     subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index",
                     str(wheel)], check=True, capture_output=True, timeout=300)
     where = subprocess.run([str(py), "-c", "import rsr, sys; print(rsr.__file__)"], cwd=tmp_path,
-                           capture_output=True, text=True, check=True).stdout.strip()
+                           env=_without_checkout(), capture_output=True, text=True, check=True).stdout.strip()
     assert where.startswith(str(venv)), where
+    return venv
+
+
+def test_wheel_does_check_a_shipped_recipe_named_rsr_and_refuse_output_into_the_package(
+        wheel: Path, tmp_path: Path) -> None:
+    venv = _install(wheel, tmp_path)
     elsewhere = tmp_path / "work"
     elsewhere.mkdir()
-    env = {**os.environ, "INSPECT_DISPLAY": "plain", "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
+    env = _without_checkout()
+
+    def check(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(venv / "bin" / "rsr"), "train", "--check",
+                               "rsr:training/recipes/tiny-cpu.yaml", *extra], cwd=elsewhere, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    refused = check()
+    assert refused.returncode == 2
+    assert "output_dir:" in refused.stderr and "inside the installed rsr package" in refused.stderr
+    done = check("--output-dir", "runs/tiny-cpu")
+    assert done.returncode == 0, done.stderr
+    assert "rows: 24" in done.stdout  # the shipped fixture, through `rsr:` in the shipped recipe
+    assert f"output_dir: {elsewhere / 'runs/tiny-cpu'}" in done.stdout
+
+
+@pytest.mark.docker
+def test_wheel_installed_in_a_fresh_venv_does_run_a_core_task_with_the_oracle(wheel: Path, tmp_path: Path) -> None:
+    venv = _install(wheel, tmp_path)
+    elsewhere = tmp_path / "work"
+    elsewhere.mkdir()
+    env = {**_without_checkout(), "INSPECT_DISPLAY": "plain", "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
     proc = subprocess.run([str(venv / "bin" / "rsr"), "eval", "run", "core", "--agent", "rsr/oracle",
                            "--model", "mockllm/model", "--log-dir", "logs", "-T", "tasks=hello-world",
                            "--limit", "1"], cwd=elsewhere, env=env, capture_output=True, text=True,

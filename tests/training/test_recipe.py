@@ -56,8 +56,8 @@ def test_baseline_recipes_do_train_on_what_the_factory_exports() -> None:
     for name in ("direct-sft", "direct-sft-stripped"):
         assert name in BASELINES
         big = load_recipe(RECIPES / f"{name}-qwen-27b.yaml")
-        assert [d.path for d in big.data.datasets] == [Path(f"runs/factory/baselines/{name}")]
+        assert [d.path for d in big.data.datasets] == [root / f"runs/factory/baselines/{name}"]
         tiny = load_recipe(RECIPES / f"tiny-smoke-{name}.yaml")
-        assert root / tiny.data.datasets[0].path == smoke / "baselines" / f"{name}.jsonl"
+        assert tiny.data.datasets[0].path == smoke / "baselines" / f"{name}.jsonl"
     tiny = load_recipe(RECIPES / "tiny-smoke-rsr.yaml")
-    assert root / tiny.data.datasets[0].path == smoke / "dataset.jsonl"
+    assert tiny.data.datasets[0].path == smoke / "dataset.jsonl"

@@ -89,12 +89,13 @@ def test_rsr_train_merge_rejects_unknown_dtype_naming_the_choices(
 
 
 def test_rsr_train_rejects_model_path_that_does_not_load_naming_the_field(
-        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("trl")
-    r = recipe_dict(tmp_path / "out", [TRAJECTORIES], model={"path": str(tmp_path / "nope")})
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a hub id that is not in the cache: found before loading
+    r = recipe_dict(tmp_path / "out", [TRAJECTORIES], model={"path": "rsr-no-such-org/no-such-model"})
     assert main(["train", str(write_recipe(tmp_path / "r.yaml", r))]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "model.path" in err and "cannot load its tokenizer" in err
+    assert "model.path: hub id rsr-no-such-org/no-such-model is not in the Hugging Face cache" in err
 
 
 def test_rsr_train_rejects_unknown_option_with_a_usage_error_not_a_traceback(
