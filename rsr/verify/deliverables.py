@@ -11,8 +11,10 @@ for the checker: there is nothing to judge one by one.
 Deliverable roots (`plan`):
 - strict, task declares `[verifier] allow_changes` (every core task): the task's workdir and
   the declared globs - an allowlist;
-- strict, task declares nothing (a Harbor task run with `-T integrity=strict`): everything but
-  start-up hooks, which are dropped; the residual audit judges the rest;
+- strict, task declares nothing (a Harbor task run with `-T integrity=strict`): the task's
+  workdir and the roots inferred from its reference solution's own change set
+  (`rsr.verify.inferred`, recorded per task digest outside the task), start-up hooks never
+  carried - the same allowlist; with no inferred record strict mode refuses the task;
 - warn (Harbor's own behaviour): everything, as Harbor's tests would see it.
 In every plan `/tests`, `/logs/verifier` and `/solution` are never carried: the verifier
 provides the first two itself and the last is never the agent's.
@@ -39,7 +41,7 @@ from rsr.sandbox import engine
 from rsr.sandbox.cache import cache_dir
 from rsr.tasks.load import TESTS_MOUNT, VERIFIER_LOG_DIR
 
-Trust = Literal["deliverables", "audited", "harbor"]
+Trust = Literal["deliverables", "inferred", "audited", "harbor"]
 
 NEVER_CARRIED = (TESTS_MOUNT, VERIFIER_LOG_DIR, "/solution")
 # Bind-mounted by the engine into every container (the verification container gets its own):
@@ -62,6 +64,8 @@ class Plan(BaseModel):
     roots: list[str] = Field(default_factory=list)
     """Deliverable roots: directories (a path under one is kept) and globs (a path matching one,
     or whose ancestor matches one, is kept). Empty with trust 'audited'/'harbor': everything."""
+    inferred_from: str | None = None
+    """trust 'inferred': the task digest whose reference solution's change set gave the roots."""
 
 
 class Changes(BaseModel):
@@ -119,13 +123,25 @@ class CaptureUnavailable(RuntimeError):
     """The engine's storage cannot be read from this host (not overlay2, or a remote engine)."""
 
 
-def plan_for(mode: Literal["strict", "warn"], workdir: str | None, allow_changes: list[str] | None) -> Plan:
+class NoDeliverables(RuntimeError):
+    """Strict mode on a task that neither declares its deliverables nor has them inferred."""
+
+
+def plan_for(mode: Literal["strict", "warn"], workdir: str | None, allow_changes: list[str] | None,
+             inferred: Any = None) -> Plan:
+    """The plan for a task: `inferred` (an `rsr.verify.inferred.InferredTask`) stands in for
+    `allow_changes` on a task that declares none; strict mode on a task with neither raises
+    NoDeliverables (a denylist of dangerous files would only wait for the next one)."""
     if mode == "warn":
         return Plan(trust="harbor")
-    if allow_changes is None:
-        return Plan(trust="audited")
     roots = [workdir.rstrip("/")] if workdir and workdir.rstrip("/") else []
-    return Plan(trust="deliverables", roots=[*roots, *allow_changes])
+    if allow_changes is not None:
+        return Plan(trust="deliverables", roots=[*roots, *allow_changes])
+    if inferred is None:
+        raise NoDeliverables("the task declares no deliverables ([verifier] allow_changes) and none were "
+                             "inferred for it")
+    return Plan(trust="inferred", roots=[*roots, *(r for r in inferred.roots if r not in roots)],
+                inferred_from=inferred.digest)
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:
@@ -149,12 +165,17 @@ def why_dropped(path: str, plan: Plan, host_file: str | None = None, content: by
         return "verifier-owned path (the verifier provides it)"
     if plan.trust == "harbor":
         return None
-    if plan.trust == "audited":
+    if plan.trust in ("audited", "inferred"):
+        # An inferred root is the reference solution's, not the task author's word: a start-up
+        # hook under one (a pip install's .pth) is never what the tests need of an agent.
         if any(fnmatch.fnmatchcase(path, p) for p in STARTUP_HOOKS) or _is_code_pth(path, host_file, content):
             return "start-up hook (never carried under strict mode)"
-        return None
+        if plan.trust == "audited":
+            return None
     if any(_glob_keeps(path, root) for root in plan.roots):
         return None
+    if plan.trust == "inferred":
+        return "outside the task's deliverables (workdir and the roots inferred from its reference solution)"
     return "outside the task's deliverables (workdir and [verifier] allow_changes)"
 
 
