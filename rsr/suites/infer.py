@@ -33,10 +33,11 @@ DEFAULT_TRIALS = 24
 
 
 async def _passes(task: LoadedTask, container: str, plan: deliverables.Plan,
-                  limit: int | None) -> tuple[bool, str]:
-    """Whether the task's tests pass, under strict mode, on the pristine image with what `plan`
-    keeps of the reference's changes (the oracle's container lends its network: a server the
-    solution left running still answers)."""
+                  limit: int | None) -> tuple[bool, bool, str]:
+    """(pass, live state, why): the task's tests under strict mode on the pristine image with
+    what `plan` keeps of the reference's changes (the oracle's container lends its network: a
+    server the solution left running still answers). A pass that strict mode reports as live
+    state (processes outlived the tests) counts as a pass: the tests accepted the deliverables."""
     import asyncio
 
     changes = await asyncio.to_thread(deliverables.capture, container, plan, limit)
@@ -44,7 +45,8 @@ async def _passes(task: LoadedTask, container: str, plan: deliverables.Plan,
         result = await verify_changes(task, changes, integrity="strict", network_container=container)
     finally:
         changes.discard()
-    return result.passed, (result.error or "") + ": " + result.explanation[-300:]
+    live = result.error == "live_state"
+    return result.passed or live, live, f"{result.error or ''}: {result.explanation[-300:]}"
 
 
 async def infer_task(task: LoadedTask, container: str, max_trials: int = DEFAULT_TRIALS) -> inferred.InferredTask:
@@ -59,47 +61,76 @@ async def infer_task(task: LoadedTask, container: str, max_trials: int = DEFAULT
     limit = limit_mb * 1024 * 1024 if limit_mb else None
     everything = await asyncio.to_thread(deliverables.capture, container, deliverables.Plan(trust="harbor"), limit)
     everything.discard()
-    candidates = [inferred.escape(r) for r in inferred.candidate_roots(
-        everything.kept, everything.added, everything.deleted, everything.directories, workdir)]
+    candidates = inferred.candidate_roots(everything.kept, everything.added, everything.deleted,
+                                          everything.directories, workdir)
+    all_dirs = set(everything.directories)
+    created_dirs = all_dirs & set(everything.added)
+    changed = sorted(set(everything.kept) | set(everything.deleted))
     base = dict(name=task.name, digest=task.digest, workdir=workdir, image=str(info.get("Image") or ""),
-                changed=len(everything.kept) + len(everything.deleted))
+                changed=len(changed))
 
     def plan(roots: list[str]) -> deliverables.Plan:
-        return deliverables.Plan(trust="inferred", roots=[workdir.rstrip("/") or "/", *roots],
+        return deliverables.Plan(trust="inferred", roots=[workdir.rstrip("/") or "/",
+                                                          *(inferred.escape(r) for r in roots)],
                                  inferred_from=task.digest)
 
-    trials = 1
-    ok, why = await _passes(task, container, plan(candidates), limit)
+    trials, live_seen = 1, False
+    ok, live, why = await _passes(task, container, plan(candidates), limit)
     if not ok:
-        return inferred.InferredTask(**base, status="reference-failed", trials=trials, roots=candidates,
+        return inferred.InferredTask(**base, status="reference-failed", trials=trials,
+                                     roots=[inferred.escape(r) for r in candidates],
                                      note="the reference solution fails under strict with its whole change set "
                                           f"({why.strip()[:400]})")
+    live_seen = live
     kept, pruned = list(candidates), []
-    budget = max_trials - trials
 
-    async def without(drop: list[str]) -> bool:
-        nonlocal trials, budget
-        trials, budget = trials + 1, budget - 1
-        passed, _ = await _passes(task, container, plan([r for r in kept if r not in drop]), limit)
+    async def passes_with(roots: list[str]) -> bool:
+        nonlocal trials, live_seen
+        trials += 1
+        passed, live, _ = await _passes(task, container, plan(roots), limit)
+        live_seen = live_seen or (passed and live)
         return passed
 
-    if kept and budget > 0 and await without(list(kept)):
+    def budget() -> bool:
+        return trials < max_trials
+
+    if kept and budget() and await passes_with([]):
         pruned, kept = kept, []
     for group in inferred.groups(kept).values():  # whole groups first: one run prunes a cache tree
-        if budget <= 0 or len(group) < 2:
-            continue
-        if await without(group):
+        if budget() and len(group) > 1 and await passes_with([r for r in kept if r not in group]):
             pruned += group
             kept = [r for r in kept if r not in group]
-    untried = 0
     for root in list(kept):
-        if budget <= 0:
-            untried += 1
-            continue
-        if await without([root]):
+        if budget() and await passes_with([r for r in kept if r != root]):
             pruned.append(root)
             kept.remove(root)
-    return inferred.InferredTask(**base, roots=kept, pruned=sorted(pruned), unpruned=untried, trials=trials)
+    # A needed tree the reference created that holds directories (say a site directory its first
+    # package install created) is split into its children, so that what an agent adds beside
+    # them is not carried along; a directory of files only (a package) stays one root, so that
+    # an honest agent's extra module in it is carried.
+    for _ in range(4):
+        split = False
+        for root in list(kept):
+            children = sorted({root + "/" + p[len(root) + 1:].split("/", 1)[0]
+                               for p in changed if p.startswith(root + "/")})
+            if root not in created_dirs or not any(c in all_dirs for c in children) or not budget():
+                continue
+            narrower = [r for r in kept if r != root] + children
+            if not await passes_with(narrower):
+                continue
+            kept, split = narrower, True
+            for child in children if len(children) > 1 else []:
+                if budget() and await passes_with([r for r in kept if r != child]):
+                    pruned.append(child)
+                    kept.remove(child)
+        if not split:
+            break
+    untried = len(kept) if not budget() else 0
+    note = ("the reference leaves processes that outlive its tests: strict mode reports its passes as "
+            "live-state (not verifiable)") if live_seen else ""
+    return inferred.InferredTask(**base, roots=sorted(inferred.escape(r) for r in kept),
+                                 pruned=sorted(inferred.escape(r) for r in pruned), unpruned=untried,
+                                 trials=trials, note=note)
 
 
 @scorer(metrics=[mean()])
