@@ -450,7 +450,9 @@ def _is_plugin_registration(path: str, host_file: str) -> bool:
 
 def _is_entry_points(path: str) -> bool:
     parent = PurePosixPath(path).parent.name
-    return PurePosixPath(path).name == "entry_points.txt" and parent.endswith((".dist-info", ".egg-info"))
+    # importlib.metadata finds distributions whatever the case of the suffix (`.DIST-INFO`).
+    return (PurePosixPath(path).name.lower() == "entry_points.txt"
+            and parent.lower().endswith((".dist-info", ".egg-info")))
 
 
 def plugin_registration(path: str, content: bytes) -> bool:
