@@ -42,7 +42,10 @@ async def _passes(task: LoadedTask, container: str, plan: deliverables.Plan,
 
     changes = await asyncio.to_thread(deliverables.capture, container, plan, limit)
     try:
-        result = await verify_changes(task, changes, integrity="strict", network_container=container)
+        # A task verified with a network of its own ("fresh") gets none: its tests restart the
+        # service the solution left running, which must not answer for them.
+        joined = None if task.config.verifier.isolation == "fresh" else container
+        result = await verify_changes(task, changes, integrity="strict", network_container=joined)
     finally:
         changes.discard()
     live = result.error == "live_state"
@@ -61,8 +64,9 @@ async def infer_task(task: LoadedTask, container: str, max_trials: int = DEFAULT
     limit = limit_mb * 1024 * 1024 if limit_mb else None
     everything = await asyncio.to_thread(deliverables.capture, container, deliverables.Plan(trust="harbor"), limit)
     everything.discard()
-    candidates = inferred.candidate_roots(everything.kept, everything.added, everything.deleted,
-                                          everything.directories, workdir)
+    kinds = inferred.candidate_roots(everything.kept, everything.added, everything.deleted,
+                                     everything.directories, workdir)
+    candidates = list(kinds)
     all_dirs = set(everything.directories)
     created_dirs = all_dirs & set(everything.added)
     changed = sorted(set(everything.kept) | set(everything.deleted))
@@ -71,14 +75,15 @@ async def infer_task(task: LoadedTask, container: str, max_trials: int = DEFAULT
 
     def plan(roots: list[str]) -> deliverables.Plan:
         return deliverables.Plan(trust="inferred", roots=[workdir.rstrip("/") or "/",
-                                                          *(inferred.escape(r) for r in roots)],
-                                 inferred_from=task.digest)
+                                                          *(inferred.escape(r) for r in roots if kinds[r])],
+                                 exact=[r for r in roots if not kinds[r]], inferred_from=task.digest)
 
     trials, live_seen = 1, False
     ok, live, why = await _passes(task, container, plan(candidates), limit)
     if not ok:
         return inferred.InferredTask(**base, status="reference-failed", trials=trials,
-                                     roots=[inferred.escape(r) for r in candidates],
+                                     roots=[inferred.escape(r) for r in candidates if kinds[r]],
+                                     exact=[r for r in candidates if not kinds[r]],
                                      note="the reference solution fails under strict with its whole change set "
                                           f"({why.strip()[:400]})")
     live_seen = live
@@ -113,8 +118,9 @@ async def infer_task(task: LoadedTask, container: str, max_trials: int = DEFAULT
         for root in list(kept):
             children = sorted({root + "/" + p[len(root) + 1:].split("/", 1)[0]
                                for p in changed if p.startswith(root + "/")})
-            if root not in created_dirs or not any(c in all_dirs for c in children) or not budget():
+            if not kinds[root] or not any(c in all_dirs for c in children) or not budget():
                 continue
+            kinds.update({c: c in created_dirs for c in children})
             narrower = [r for r in kept if r != root] + children
             if not await passes_with(narrower):
                 continue
@@ -128,8 +134,9 @@ async def infer_task(task: LoadedTask, container: str, max_trials: int = DEFAULT
     untried = len(kept) if not budget() else 0
     note = ("the reference leaves processes that outlive its tests: strict mode reports its passes as "
             "live-state (not verifiable)") if live_seen else ""
-    return inferred.InferredTask(**base, roots=sorted(inferred.escape(r) for r in kept),
-                                 pruned=sorted(inferred.escape(r) for r in pruned), unpruned=untried,
+    return inferred.InferredTask(**base, roots=sorted(inferred.escape(r) for r in kept if kinds[r]),
+                                 exact=sorted(r for r in kept if not kinds[r]),
+                                 pruned=sorted(pruned), unpruned=untried,
                                  trials=trials, note=note)
 
 

@@ -64,6 +64,10 @@ class Plan(BaseModel):
     roots: list[str] = Field(default_factory=list)
     """Deliverable roots: directories (a path under one is kept) and globs (a path matching one,
     or whose ancestor matches one, is kept). Empty with trust 'audited'/'harbor': everything."""
+    exact: list[str] = Field(default_factory=list)
+    """trust 'inferred': paths kept themselves only (a file the reference wrote, a directory whose
+    owner or mode it changed, a path it deleted), start-up hooks included: the reference needed
+    exactly them, as a task's declared path."""
     inferred_from: str | None = None
     """trust 'inferred': the task digest whose reference solution's change set gave the roots."""
 
@@ -141,7 +145,7 @@ def plan_for(mode: Literal["strict", "warn"], workdir: str | None, allow_changes
         raise NoDeliverables("the task declares no deliverables ([verifier] allow_changes) and none were "
                              "inferred for it")
     return Plan(trust="inferred", roots=[*roots, *(r for r in inferred.roots if r not in roots)],
-                inferred_from=inferred.digest)
+                exact=list(inferred.exact), inferred_from=inferred.digest)
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:
@@ -158,14 +162,18 @@ def _glob_keeps(path: str, pattern: str) -> bool:
     return False
 
 
-def why_dropped(path: str, plan: Plan, host_file: str | None = None, content: bytes | None = None) -> str | None:
+def why_dropped(path: str, plan: Plan, host_file: str | None = None, content: bytes | None = None,
+                deleted: bool = False) -> str | None:
     """None when `path` reaches the checker under `plan`, else the reason it does not
-    (`host_file` or `content`: the file's content, for hooks judged by content)."""
+    (`host_file` or `content`: the file's content, for hooks judged by content; `deleted`: the
+    change is the path's removal, which runs nothing)."""
     if _under(path, NEVER_CARRIED):
         return "verifier-owned path (the verifier provides it)"
     if plan.trust == "harbor":
         return None
-    if plan.trust in ("audited", "inferred"):
+    if plan.trust == "inferred" and path in plan.exact:
+        return None
+    if plan.trust in ("audited", "inferred") and not (deleted and plan.trust == "inferred"):
         # An inferred root is the reference solution's, not the task author's word: a start-up
         # hook under one (a pip install's .pth) is never what the tests need of an agent.
         if any(fnmatch.fnmatchcase(path, p) for p in STARTUP_HOOKS) or _is_code_pth(path, host_file, content):
@@ -332,7 +340,7 @@ class _Walk:
         return True
 
     def _judge(self, path: str, *, deleted: bool = False, entry_path: str | None = None, existed: bool) -> None:
-        why = why_dropped(path, self.plan, entry_path)
+        why = why_dropped(path, self.plan, entry_path, deleted=deleted)
         if why is not None:
             # A dropped directory is listed through what it holds; an empty one says nothing.
             if deleted or entry_path is None or not os.path.isdir(entry_path) or os.path.islink(entry_path):

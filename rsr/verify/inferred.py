@@ -9,9 +9,8 @@ task are inferred instead, from what its reference solution changes:
 1. the reference solution (never an agent) runs in the task's real sandbox;
 2. its changes are captured exactly as the verifier captures an agent's (`deliverables.capture`);
 3. the candidate roots are the changed paths outside the workdir, collapsed: a tree the solution
-   created is one root, a file it created or changed in an existing directory is that file
-   only, a directory whose owner or mode it changed is never a root (it would open everything
-   below it);
+   created is one root; anything else it changed (a file it wrote or deleted, a directory whose
+   owner or mode it changed) is an exact path, kept itself only;
 4. roots the tests do not need are pruned: the tests run (strict, in a pristine container)
    on the workdir alone, then with each group of roots (by top-level directory) and each root
    left out; a root is kept only when the tests fail without it. Caches, logs and histories
@@ -54,8 +53,10 @@ class InferredTask(BaseModel):
     name: str
     digest: str = Field(description="the task directory's digest (rsr.tasks.load.directory_digest)")
     status: Literal["inferred", "reference-failed"] = "inferred"
-    roots: list[str] = Field(default_factory=list, description="deliverable roots beside the workdir "
-                             "(glob-escaped: a root keeps itself and what lies below it)")
+    roots: list[str] = Field(default_factory=list, description="trees the reference created, beside the "
+                             "workdir (glob-escaped: a root keeps itself and what lies below it)")
+    exact: list[str] = Field(default_factory=list, description="paths kept themselves only: files the "
+                             "reference wrote or deleted, directories whose owner or mode it changed")
     workdir: str | None = None
     pruned: list[str] = Field(default_factory=list, description="candidate roots the tests passed without")
     unpruned: int = Field(0, description="candidate roots kept untried (the trial budget ran out)")
@@ -147,19 +148,23 @@ def escape(path: str) -> str:
 
 
 def candidate_roots(kept: list[str], added: list[str], deleted: list[str], directories: list[str],
-                    workdir: str | None) -> list[str]:
-    """The reference's changes outside the workdir, collapsed (see the module doc, step 3)."""
+                    workdir: str | None) -> dict[str, bool]:
+    """The reference's changes outside the workdir, collapsed (module doc, step 3): path -> whether
+    it is a tree (a directory the reference created, kept with what lies below it) rather than an
+    exact path (kept itself only)."""
     wd = (workdir or "").rstrip("/")
     new, dirs = set(added), set(directories)
-    roots: list[str] = []
+    roots: dict[str, bool] = {}
+    trees: list[str] = []
     for path in sorted(set(kept) | set(deleted)):
         if wd and (path == wd or path.startswith(wd + "/")):
             continue
-        if any(path == r or path.startswith(r + "/") for r in roots):
+        if any(path.startswith(t + "/") for t in trees):
             continue
-        if path in dirs and path not in new:
-            continue  # an existing directory whose owner or mode changed: never a root
-        roots.append(path)
+        tree = path in dirs and path in new
+        roots[path] = tree
+        if tree:
+            trees.append(path)
     return roots
 
 

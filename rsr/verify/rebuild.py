@@ -200,7 +200,7 @@ def rebuild_changes(task: LoadedTask, archive: bytes, deleted: list[str], mode: 
             raise ForgedArchive(f"deleted path {path!r} is not a canonical path")
         path = _canonical(path[1:], "deleted path")
         refuse_through_link(path, "deleted path")
-        why = why_dropped(path, plan)
+        why = why_dropped(path, plan, deleted=True)
         if why is not None:
             raise ForgedArchive(f"deleted path {path} is {why}: a capture never keeps its deletion")
         kept_deleted.append(path)

@@ -341,8 +341,10 @@ async def _check_carried(task: LoadedTask, carried: Any, report: IntegrityReport
                                        template=None if agent_container else carried.container)
     try:
         t0 = time.monotonic()
-        audit_result = await asyncio.to_thread(_audit_carried, snap.container, carried,
-                                               task.config.verifier.allow_changes or [], task.workdir)
+        # What the task declares, or the exact paths its reference solution changed: judged by the
+        # audit as a declared path is ("allowed"); inside inferred trees nothing is.
+        allow = task.config.verifier.allow_changes or [_escape(p) for p in carried.plan.exact]
+        audit_result = await asyncio.to_thread(_audit_carried, snap.container, carried, allow, task.workdir)
         report.audit_sec = time.monotonic() - t0
         await asyncio.to_thread(deliverables.apply, snap.container, carried)
     except BaseException:
@@ -460,6 +462,10 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         else:
             carried.discard()
     return judged
+
+
+def _escape(path: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in path)
 
 
 def inferred_for(task: LoadedTask, mode: Literal["strict", "warn"]) -> Any:

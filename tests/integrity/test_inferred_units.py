@@ -24,8 +24,19 @@ def test_candidate_roots_does_collapse_created_trees_and_keep_written_files_exac
                                                   "/usr/bin/greet", "/etc/foo.conf"],
                                      deleted=["/var/old"], directories=["/opt/tool", "/opt/tool/bin", "/etc"],
                                      workdir="/app")
-    # the workdir is always a root; /etc (an existing directory whose mode changed) never becomes one
-    assert roots == ["/etc/foo.conf", "/opt/tool", "/usr/bin/greet", "/var/old"]
+    # a created tree is one root; what else changed (/etc's mode included) is kept exactly
+    assert roots == {"/etc": False, "/etc/foo.conf": False, "/opt/tool": True, "/usr/bin/greet": False,
+                     "/var/old": False}
+
+
+def test_exact_path_does_keep_itself_only_and_its_start_up_hook() -> None:
+    plan = plan_for("strict", "/app", None, record(exact=["/etc", "/root/.bashrc"]))
+    assert why_dropped("/etc", plan) is None and why_dropped("/root/.bashrc", plan) is None
+    assert why_dropped("/etc/evil.conf", plan) is not None
+    # a deletion runs nothing: the removal of a start-up hook under a root is carried
+    tree = plan_for("strict", "/app", None, record(roots=["/etc/profile.d"]))
+    assert why_dropped("/etc/profile.d/backdoor.sh", tree, deleted=True) is None
+    assert why_dropped("/etc/profile.d/backdoor.sh", tree) is not None
 
 
 def test_escape_does_make_a_root_match_only_itself() -> None:
