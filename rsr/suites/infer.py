@@ -78,8 +78,16 @@ async def infer_task(task: LoadedTask, container: str, max_trials: int = DEFAULT
                                                           *(inferred.escape(r) for r in roots if kinds[r])],
                                  exact=[r for r in roots if not kinds[r]], inferred_from=task.digest)
 
-    trials, live_seen = 1, False
-    ok, live, why = await _passes(task, container, plan(candidates), limit)
+    # Start-up hooks the reference wrote (a pip install's .pth) are tried without first: carried
+    # only if the tests cannot pass without them.
+    hooks = [r for r in candidates if not kinds[r] and deliverables.is_startup_hook(r)]
+    trials, live_seen, pruned = 1, False, []
+    ok, live, why = await _passes(task, container, plan([r for r in candidates if r not in hooks]), limit)
+    if ok:
+        pruned, candidates = list(hooks), [r for r in candidates if r not in hooks]
+    elif hooks:
+        trials += 1
+        ok, live, why = await _passes(task, container, plan(candidates), limit)
     if not ok:
         return inferred.InferredTask(**base, status="reference-failed", trials=trials,
                                      roots=[inferred.escape(r) for r in candidates if kinds[r]],
@@ -87,7 +95,7 @@ async def infer_task(task: LoadedTask, container: str, max_trials: int = DEFAULT
                                      note="the reference solution fails under strict with its whole change set "
                                           f"({why.strip()[:400]})")
     live_seen = live
-    kept, pruned = list(candidates), []
+    kept = list(candidates)
 
     async def passes_with(roots: list[str]) -> bool:
         nonlocal trials, live_seen

@@ -187,6 +187,11 @@ def why_dropped(path: str, plan: Plan, host_file: str | None = None, content: by
     return "outside the task's deliverables (workdir and [verifier] allow_changes)"
 
 
+def is_startup_hook(path: str) -> bool:
+    """Whether a path is a start-up hook by its name alone (any `.pth`: its content is not asked)."""
+    return path.endswith(".pth") or any(fnmatch.fnmatchcase(path, p) for p in STARTUP_HOOKS)
+
+
 def _is_code_pth(path: str, host_file: str | None, content: bytes | None = None) -> bool:
     # A .pth line that starts with `import` runs at every interpreter start; path lines only
     # append directories after the standard ones, so they cannot shadow anything.
