@@ -18,7 +18,7 @@ task are inferred instead, from what its reference solution changes:
 5. the result is recorded per task digest (the whole task directory: instruction, tests,
    solution, environment) in a reviewable JSON file outside the task
    (`rsr tasks infer-deliverables`); rsr ships such files for the suites it pins
-   (`rsr/verify/inferred/*.json`), and a user's go to `rsr`'s cache (`deliverables/`) or any
+   (`rsr/verify/inferred_records/*.json`), and a user's go to `rsr`'s cache (`deliverables/`) or any
    file `RSR_DELIVERABLES` names.
 
 The verifier then treats the inferred roots as it treats declared ones, with start-up hooks never
@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rsr.errors import RsrError
 from rsr.sandbox.cache import cache_dir
 
-SHIPPED_DIR = Path(__file__).resolve().parent / "inferred"
+SHIPPED_DIR = Path(__file__).resolve().parent / "inferred_records"
 STORE = "deliverables"
 ENV_FILES = "RSR_DELIVERABLES"
 COMMAND = "rsr tasks infer-deliverables"
