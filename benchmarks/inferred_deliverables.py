@@ -61,13 +61,14 @@ def main(argv: list[str] | None = None) -> int:
                 sc = s.scores["verifier"]
                 results[str(s.id)] = (sc.value["passed"], (sc.metadata or {}).get("error"),
                                       ((sc.metadata or {}).get("integrity") or {}).get("verdict"))
-    print("| task | declared allow_changes | inferred roots beside the workdir | pruned | trials | strict oracle |")
-    print("|---|---|---|---|---|---|")
+    print("| task | declared allow_changes | inferred trees beside the workdir | inferred exact paths | pruned "
+          "| untried | trials | strict oracle |")
+    print("|---|---|---|---|---|---|---|---|")
     for f in sorted(found, key=lambda f: f.name):
         passed = results.get(f.name)
         shown = ("PASS" if passed and passed[0] == 1 else f"fail ({passed[1]}, {passed[2]})") if passed else f.status
-        print(f"| {f.name} | {len(declared[f.name] or [])} | {', '.join(f.roots) or '-'} | {len(f.pruned)} | "
-              f"{f.trials} | {shown} |")
+        print(f"| {f.name} | {len(declared[f.name] or [])} | {', '.join(f.roots) or '-'} | "
+              f"{', '.join(f.exact) or '-'} | {len(f.pruned)} | {f.unpruned} | {f.trials} | {shown} |")
     ok = sum(1 for v in results.values() if v[0] == 1)
     print(f"\n{ok}/{len(names)} honest reference solutions pass under strict with inferred deliverables "
           f"(inference {infer_sec:.0f}s for {len(names)} tasks)")

@@ -257,3 +257,36 @@ def test_strict_mode_refuses_undeclared_task_without_inferred_deliverables(env: 
         tasks_task("harbor", env["root"] / "other", None, None, integrity="strict")
     # warn mode (Harbor's) still runs it
     assert len(tasks_task("harbor", env["root"] / "other", None, None, integrity="warn").dataset) == 1
+
+
+def _archive(members: dict[str, bytes]) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o755
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_regrade_does_judge_an_undeclared_task_under_the_regraders_inferred_record(env: dict[str, Any],
+                                                                                    tmp_path: Path) -> None:
+    from rsr.tasks.load import load_task
+    from rsr.verify.rebuild import ForgedArchive, rebuild_changes
+
+    task = load_task(env["root"] / "tasks" / "tb2like")
+    os.environ[inferred.ENV_FILES] = str(env["out"])
+    try:
+        changes = rebuild_changes(task, _archive({"app/hello.txt": b"Hello, world!\n", "usr/bin/greet": b"x"}), [],
+                                  "strict", tmp_path)
+        assert changes.plan.trust == "inferred" and changes.plan.exact == ["/usr/bin/greet"]
+        with pytest.raises(ForgedArchive, match="/usr/local/bin/uvx is outside the task's deliverables"):
+            rebuild_changes(task, _archive({"usr/local/bin/uvx": b"#!/bin/sh\nexit 0\n"}), [], "strict", tmp_path)
+    finally:
+        os.environ.pop(inferred.ENV_FILES, None)
+    # without a record of its own, the regrader refuses rather than trusting the bundle
+    with pytest.raises(RsrError, match="rsr tasks infer-deliverables"):
+        rebuild_changes(task, _archive({"app/hello.txt": b"x"}), [], "strict", tmp_path)
