@@ -142,7 +142,7 @@ def plan_for(mode: Literal["strict", "warn"], workdir: str | None, allow_changes
     if allow_changes is not None:
         return Plan(trust="deliverables", roots=[*roots, *allow_changes])
     if inferred is None:
-        raise NoDeliverables("the task declares no deliverables ([verifier] allow_changes) and none were "
+        raise NoDeliverables("the task declares no deliverables (task.toml verifier.allow_changes) and none were "
                              "inferred for it")
     return Plan(trust="inferred", roots=[*roots, *(r for r in inferred.roots if r not in roots)],
                 exact=list(inferred.exact), inferred_from=inferred.digest)

@@ -137,7 +137,7 @@ def refusal(names: list[str], target: str, digests: list[str] | None = None) -> 
     shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
     why = (f" ({', '.join(failed[:4])}: the reference solution does not pass under strict, see the record)"
            if failed else "")
-    return (f"-T integrity=strict: {len(names)} task(s) declare no deliverables ([verifier] allow_changes) and "
+    return (f"-T integrity=strict: {len(names)} task(s) declare no deliverables (task.toml verifier.allow_changes) and "
             f"have none inferred: {shown}{why}. Infer them from the reference solutions with "
             f"`{COMMAND} {target}` (or run in warn mode, Harbor's)")
 
