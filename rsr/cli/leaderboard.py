@@ -64,7 +64,7 @@ def check(logs: _LOGS, board: _BOARD = DEFAULT_BOARD, regrade: _REGRADE = None) 
         console.print(f"[green]ok[/green] {v.run.path.name}: {v.run.benchmark}, "
                       f"{m.n_tasks} tasks x {m.n_runs} epochs, mean {m.mean:.3f}; {headline(m)}; integrity "
                       f"{i.mode}: {i.clean} clean, {i.warning} warning, {i.tampered} tampered, "
-                      f"{i.unknown} unknown; regrade {v.regrade.status}")
+                      f"{i.live_state} live-state, {i.unknown} unknown; regrade {v.regrade.status}")
 
 
 @app.command()

@@ -177,6 +177,34 @@ def check(
         raise typer.Exit(1)
 
 
+@app.command("infer-deliverables")
+def infer_deliverables(
+    target: str = typer.Argument(..., help="A suite name (tb2, ...) or a path to tasks."),
+    tasks: str | None = typer.Option(None, "--tasks", "-t", help="Only tasks matching these globs (comma-separated)."),
+    out: Path | None = typer.Option(None, "--out", help="The file to merge the records into (default: rsr's "
+                                    "cache, deliverables/<suite or folder>.json, where strict mode looks)."),
+    max_trials: int = typer.Option(24, "--max-trials", help="Test runs per task to prune roots the tests do not need."),
+    log_dir: str = typer.Option("logs/infer-deliverables", "--log-dir", help="Where Inspect writes the .eval log."),
+    max_sandboxes: int | None = typer.Option(None, "--max-sandboxes", help="Concurrent sandboxes."),
+) -> None:
+    """Infer the deliverables of tasks that declare none, from their reference solutions run in
+    Docker: what strict mode (`-T integrity=strict`) carries to their checker. Records are keyed
+    by task digest; review them before trusting a board to them (README: Verifier)."""
+    from rsr.suites.infer import infer_deliverables as infer
+
+    console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+    with console.status("inferring deliverables") as status:
+        path, found = infer(target, tasks=tasks, out=out, max_trials=max_trials, log_dir=log_dir,
+                            max_sandboxes=max_sandboxes, progress=lambda m: status.update(m))
+    table = Table("task", "status", "roots beside the workdir", "pruned", "trials")
+    for f in sorted(found, key=lambda f: f.name):
+        table.add_row(f.name, f.status, "\n".join(f.roots) or "-", str(len(f.pruned)), str(f.trials))
+    console.print(table)
+    console.print(f"{len(found)} task(s) written to {path}", highlight=False)
+    if any(f.status != "inferred" for f in found):
+        raise typer.Exit(1)
+
+
 USER_TASKS = Path("my-tasks")
 """Where `rsr tasks new` writes by default: a folder no suite reads (`rsr/core` is `./tasks/core`),
 so a new task joins a suite only when the user puts it there (`--root tasks/core`)."""

@@ -31,7 +31,7 @@ from rsr.factory.ledger import (
 )
 from rsr.factory.records import Rollout, write_rows
 from rsr.harness.terminus2 import STORE_RESULT
-from rsr.suites.inspect_tasks import task_sample
+from rsr.suites.inspect_tasks import refuse_undeclared, task_sample
 from rsr.suites.registry import resolve_suite_path
 from rsr.tasks.load import LoadedTask, load_dataset
 from rsr.verify.scorer import verifier
@@ -118,6 +118,8 @@ def rollout_id(harness: str, task: str, epoch: int) -> str:
 
 
 def build_tasks(cfg: FactoryConfig, pool: list[PoolTask], done: set[str]) -> list[Task]:
+    if cfg.integrity == "strict":  # before any rollout: strict carries only deliverables
+        refuse_undeclared([item.task for item in pool], ",".join(sorted({item.suite for item in pool})))
     tasks = []
     for spec in cfg.discovery.harnesses:
         samples: list[Sample] = []

@@ -1,12 +1,14 @@
 """The verifier's integrity verdicts of a run, counted from its samples' score metadata.
 
 The verifier records, per sample, `score.metadata["integrity"]` = {mode: "strict"|"warn",
-isolation, verdict: "clean"|"warning"|"tampered"|"unchecked", paths: [...], survivors: [...]}
+isolation, verdict: "clean"|"warning"|"tampered"|"live-state"|"unchecked", paths: [...], survivors: [...]}
 and sets `error = "tampered"` when the integrity audit failed the sample. A sample's verdict is
 
 - `tampered`: the verifier failed it for tampering;
 - `warning`: the audit found suspicious changes or surviving processes but did not fail the
   sample (warn mode);
+- `live-state`: processes outlived the tests and nothing else was found (strict mode cannot
+  carry live state: not verifiable, yet no accusation; `error = "live_state"` on a pass);
 - `clean`: audited and nothing found;
 - `unknown`: no integrity record (a log from a verifier without the audit) or an unaudited
   sandbox (`unchecked`).
@@ -20,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Verdict = Literal["clean", "warning", "tampered", "unknown"]
+Verdict = Literal["clean", "warning", "tampered", "live-state", "unknown"]
 TAMPERED = "tampered"
 
 
@@ -34,6 +36,7 @@ class IntegritySummary(BaseModel):
     clean: int = 0
     warning: int = 0
     tampered: int = 0
+    live_state: int = Field(0, description="not verifiable under strict: live state, no accusation")
     unknown: int = 0
     isolation: dict[str, int] = Field(default_factory=dict, description="samples per isolation")
 
@@ -50,7 +53,7 @@ def sample_verdict(score_metadata: dict[str, Any] | None) -> Verdict:
     if not isinstance(record, dict):
         return "unknown"
     verdict = record.get("verdict")
-    if verdict in ("clean", "warning", "tampered"):
+    if verdict in ("clean", "warning", "tampered", "live-state"):
         return verdict
     if verdict is not None:  # "unchecked": a sandbox the verifier could not audit
         return "unknown"
@@ -72,4 +75,5 @@ def summarize(score_metadata: Iterable[dict[str, Any] | None]) -> IntegritySumma
             modes.add("unknown")
     mode = "unknown" if not modes else modes.pop() if len(modes) == 1 else "mixed"
     return IntegritySummary(mode=mode, isolation=dict(sorted(isolation.items())),
+                            live_state=verdicts["live-state"],
                             **{k: verdicts[k] for k in ("clean", "warning", "tampered", "unknown")})

@@ -17,7 +17,7 @@ from rsr.sandbox.gpu import GPU_ENV, NEEDS_GPU, gpu_check
 from rsr.sandbox.healthcheck import healthcheck_script
 from rsr.sandbox.images import ImageMap, find_image_map
 from rsr.sandbox.pull import DEFAULT_POLICY, IMAGE_POLICIES, split_images_option
-from rsr.suites.registry import PinCheck, check_pin, resolve_suite_path
+from rsr.suites.registry import SUITES, PinCheck, check_pin, resolve_suite_path
 from rsr.suites.sandbox_choice import check_kind, sandbox_spec
 from rsr.suites.sandbox_guard import SANDBOX_TYPE_KEY, sandbox_guard
 from rsr.tasks.load import LoadedTask, load_dataset, split_patterns, verifier_mode
@@ -170,6 +170,8 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
         # Inspect shows warnings in its display, under `inspect eval` and `rsr eval` alike.
         logger.warning("%s: %d task(s) not run: %s (%s): %s; the log lists them and reports count them "
                        "apart", suite, len(not_run), NEEDS_GPU, gpu, ", ".join(str(t["task"]) for t in not_run))
+    if integrity == "strict":
+        refuse_undeclared(runnable, suite if suite in SUITES else str(root))
     metadata: dict[str, Any] = {"suite": suite, "suite_path": str(root), "network_policy": network,
                                 "integrity": integrity, "sandbox": sandbox, "evidence": evidence,
                                 # Tasks selected but not run, with why: reports count them apart
@@ -191,6 +193,18 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
         # errors of other kinds stay Inspect errors (`inspect eval-retry` reruns those).
         fail_on_error=False,
     )
+
+
+def refuse_undeclared(tasks: list[LoadedTask], target: str) -> None:
+    """Strict mode carries only deliverables: a task that declares none and has none inferred
+    (rsr.verify.inferred) is refused before any sample starts, naming the command that infers them."""
+    from rsr.verify import inferred
+
+    missing = [t for t in tasks if t.config.verifier.allow_changes is None
+               and t.config.verifier.isolation != "live" and verifier_mode(t.config) != "separate"
+               and inferred.usable(t.digest) is None]
+    if missing:
+        raise RsrError(inferred.refusal([t.name for t in missing], target, [t.digest for t in missing]))
 
 
 def split_gpu_tasks(tasks: list[LoadedTask], kind: str) -> tuple[list[LoadedTask], list[dict[str, Any]], str]:

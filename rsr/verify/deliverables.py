@@ -11,8 +11,10 @@ for the checker: there is nothing to judge one by one.
 Deliverable roots (`plan`):
 - strict, task declares `[verifier] allow_changes` (every core task): the task's workdir and
   the declared globs - an allowlist;
-- strict, task declares nothing (a Harbor task run with `-T integrity=strict`): everything but
-  start-up hooks, which are dropped; the residual audit judges the rest;
+- strict, task declares nothing (a Harbor task run with `-T integrity=strict`): the task's
+  workdir and the roots inferred from its reference solution's own change set
+  (`rsr.verify.inferred`, recorded per task digest outside the task), start-up hooks never
+  carried - the same allowlist; with no inferred record strict mode refuses the task;
 - warn (Harbor's own behaviour): everything, as Harbor's tests would see it.
 In every plan `/tests`, `/logs/verifier` and `/solution` are never carried: the verifier
 provides the first two itself and the last is never the agent's.
@@ -39,7 +41,7 @@ from rsr.sandbox import engine
 from rsr.sandbox.cache import cache_dir
 from rsr.tasks.load import TESTS_MOUNT, VERIFIER_LOG_DIR
 
-Trust = Literal["deliverables", "audited", "harbor"]
+Trust = Literal["deliverables", "inferred", "audited", "harbor"]
 
 NEVER_CARRIED = (TESTS_MOUNT, VERIFIER_LOG_DIR, "/solution")
 # Bind-mounted by the engine into every container (the verification container gets its own):
@@ -62,6 +64,12 @@ class Plan(BaseModel):
     roots: list[str] = Field(default_factory=list)
     """Deliverable roots: directories (a path under one is kept) and globs (a path matching one,
     or whose ancestor matches one, is kept). Empty with trust 'audited'/'harbor': everything."""
+    exact: list[str] = Field(default_factory=list)
+    """trust 'inferred': paths kept themselves only (a file the reference wrote, a directory whose
+    owner or mode it changed, a path it deleted), start-up hooks included: the reference needed
+    exactly them, as a task's declared path."""
+    inferred_from: str | None = None
+    """trust 'inferred': the task digest whose reference solution's change set gave the roots."""
 
 
 class Changes(BaseModel):
@@ -119,13 +127,25 @@ class CaptureUnavailable(RuntimeError):
     """The engine's storage cannot be read from this host (not overlay2, or a remote engine)."""
 
 
-def plan_for(mode: Literal["strict", "warn"], workdir: str | None, allow_changes: list[str] | None) -> Plan:
+class NoDeliverables(RuntimeError):
+    """Strict mode on a task that neither declares its deliverables nor has them inferred."""
+
+
+def plan_for(mode: Literal["strict", "warn"], workdir: str | None, allow_changes: list[str] | None,
+             inferred: Any = None) -> Plan:
+    """The plan for a task: `inferred` (an `rsr.verify.inferred.InferredTask`) stands in for
+    `allow_changes` on a task that declares none; strict mode on a task with neither raises
+    NoDeliverables (a denylist of dangerous files would only wait for the next one)."""
     if mode == "warn":
         return Plan(trust="harbor")
-    if allow_changes is None:
-        return Plan(trust="audited")
     roots = [workdir.rstrip("/")] if workdir and workdir.rstrip("/") else []
-    return Plan(trust="deliverables", roots=[*roots, *allow_changes])
+    if allow_changes is not None:
+        return Plan(trust="deliverables", roots=[*roots, *allow_changes])
+    if inferred is None:
+        raise NoDeliverables("the task declares no deliverables (task.toml verifier.allow_changes) and none were "
+                             "inferred for it")
+    return Plan(trust="inferred", roots=[*roots, *(r for r in inferred.roots if r not in roots)],
+                exact=list(inferred.exact), inferred_from=inferred.digest)
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:
@@ -142,20 +162,34 @@ def _glob_keeps(path: str, pattern: str) -> bool:
     return False
 
 
-def why_dropped(path: str, plan: Plan, host_file: str | None = None, content: bytes | None = None) -> str | None:
+def why_dropped(path: str, plan: Plan, host_file: str | None = None, content: bytes | None = None,
+                deleted: bool = False) -> str | None:
     """None when `path` reaches the checker under `plan`, else the reason it does not
-    (`host_file` or `content`: the file's content, for hooks judged by content)."""
+    (`host_file` or `content`: the file's content, for hooks judged by content; `deleted`: the
+    change is the path's removal, which runs nothing)."""
     if _under(path, NEVER_CARRIED):
         return "verifier-owned path (the verifier provides it)"
     if plan.trust == "harbor":
         return None
-    if plan.trust == "audited":
+    if plan.trust == "inferred" and path in plan.exact:
+        return None
+    if plan.trust in ("audited", "inferred") and not (deleted and plan.trust == "inferred"):
+        # An inferred root is the reference solution's, not the task author's word: a start-up
+        # hook under one (a pip install's .pth) is never what the tests need of an agent.
         if any(fnmatch.fnmatchcase(path, p) for p in STARTUP_HOOKS) or _is_code_pth(path, host_file, content):
             return "start-up hook (never carried under strict mode)"
-        return None
+        if plan.trust == "audited":
+            return None
     if any(_glob_keeps(path, root) for root in plan.roots):
         return None
+    if plan.trust == "inferred":
+        return "outside the task's deliverables (workdir and the roots inferred from its reference solution)"
     return "outside the task's deliverables (workdir and [verifier] allow_changes)"
+
+
+def is_startup_hook(path: str) -> bool:
+    """Whether a path is a start-up hook by its name alone (any `.pth`: its content is not asked)."""
+    return path.endswith(".pth") or any(fnmatch.fnmatchcase(path, p) for p in STARTUP_HOOKS)
 
 
 def _is_code_pth(path: str, host_file: str | None, content: bytes | None = None) -> bool:
@@ -311,7 +345,7 @@ class _Walk:
         return True
 
     def _judge(self, path: str, *, deleted: bool = False, entry_path: str | None = None, existed: bool) -> None:
-        why = why_dropped(path, self.plan, entry_path)
+        why = why_dropped(path, self.plan, entry_path, deleted=deleted)
         if why is not None:
             # A dropped directory is listed through what it holds; an empty one says nothing.
             if deleted or entry_path is None or not os.path.isdir(entry_path) or os.path.islink(entry_path):
@@ -429,7 +463,9 @@ def _is_plugin_registration(path: str, host_file: str) -> bool:
 
 def _is_entry_points(path: str) -> bool:
     parent = PurePosixPath(path).parent.name
-    return PurePosixPath(path).name == "entry_points.txt" and parent.endswith((".dist-info", ".egg-info"))
+    # importlib.metadata finds distributions whatever the case of the suffix (`.DIST-INFO`).
+    return (PurePosixPath(path).name.lower() == "entry_points.txt"
+            and parent.lower().endswith((".dist-info", ".egg-info")))
 
 
 def plugin_registration(path: str, content: bytes) -> bool:

@@ -148,7 +148,7 @@ class ChangesEvidence(BaseModel):
     archive_bytes: int
     changes: str = Field(description="digest of the rsr.verify.deliverables.Changes record (plan, kept, "
                          "deleted, added, directories, dropped, the agent container's configuration)")
-    trust: str = Field(description="what reached the checker (deliverables, audited, harbor)")
+    trust: str = Field(description="what reached the checker (deliverables, inferred, audited, harbor)")
     kept: int = 0
     deleted: int = 0
     dropped: int = 0

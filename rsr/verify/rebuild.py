@@ -6,7 +6,8 @@ its sample record. Of these only the archive's own members and the deletions are
 work; everything else is derived here:
 
 - the plan (which changes may reach the checker) from the task's integrity rules, workdir and
-  `[verifier] allow_changes`;
+  `[verifier] allow_changes` (or, for a task that declares none, the regrader's own inferred
+  record for its digest, never the submitter's);
 - the kept, added, directory and plugin lists from the archive's members, judged one by one
   against the pristine image's layers (what the audit reads);
 - the verification container's Env, working directory and limits from the task and the image.
@@ -31,7 +32,8 @@ from typing import Any, Literal
 
 from rsr.errors import RsrError
 from rsr.tasks.load import LoadedTask
-from rsr.verify.deliverables import Changes, plan_for, plugin_registration, why_dropped
+from rsr.verify import inferred
+from rsr.verify.deliverables import Changes, NoDeliverables, plan_for, plugin_registration, why_dropped
 from rsr.verify.evidence import EvidenceError
 
 __all__ = ["ForgedArchive", "task_image", "task_template", "rebuild_changes", "regrade_mode"]
@@ -136,7 +138,12 @@ def rebuild_changes(task: LoadedTask, archive: bytes, deleted: list[str], mode: 
     capture), re-archived into `workdir`."""
     _, info = image or task_image(task)
     template = task_template(task, info)
-    plan = plan_for(mode, template["Config"]["WorkingDir"], task.config.verifier.allow_changes)
+    try:
+        plan = plan_for(mode, template["Config"]["WorkingDir"], task.config.verifier.allow_changes,
+                        inferred.usable(task.digest) if mode == "strict" else None)
+    except NoDeliverables as e:
+        raise RsrError(f"{task.name}: {e}: a strict regrade needs them; "
+                       f"{inferred.refusal([task.name], str(task.paths.task_dir.parent))}") from e
     pristine = _Image(image_layers(info))
     if limit_bytes is None and task.config.environment.storage_mb:
         limit_bytes = int(task.config.environment.storage_mb) * 1024 * 1024
@@ -193,7 +200,7 @@ def rebuild_changes(task: LoadedTask, archive: bytes, deleted: list[str], mode: 
             raise ForgedArchive(f"deleted path {path!r} is not a canonical path")
         path = _canonical(path[1:], "deleted path")
         refuse_through_link(path, "deleted path")
-        why = why_dropped(path, plan)
+        why = why_dropped(path, plan, deleted=True)
         if why is not None:
             raise ForgedArchive(f"deleted path {path} is {why}: a capture never keeps its deletion")
         kept_deleted.append(path)

@@ -93,12 +93,17 @@ class IntegrityReport(BaseModel):
     fresh: the same with a network of its own; live: the agent's container (its processes
     alive); separate: the task's own verifier environment (`environment_mode = "separate"`), which
     sees only the agent's artifacts; in-place: a sandbox without engine access (no audit)."""
-    trust: Literal["deliverables", "audited", "harbor", "live", "separate", "none"] = "none"
+    trust: Literal["deliverables", "inferred", "audited", "harbor", "live", "separate", "none"] = "none"
     """What reached the checker: deliverables (only the task's workdir and declared changes, the
-    allowlist), audited (every change but start-up hooks, judged by the residual audit: strict
-    mode on a task that declares nothing), harbor (every change, as Harbor's tests see them),
-    live (the agent's own container), separate (only the agent's artifacts), none (no engine)."""
-    verdict: Literal["clean", "warning", "tampered", "unchecked"] = "clean"
+    allowlist), inferred (the same allowlist, its roots inferred from the task's reference solution:
+    strict mode on a task that declares nothing), audited (every change but start-up hooks, judged
+    by the residual audit: the fallback on an engine whose storage cannot be read), harbor (every
+    change, as Harbor's tests see them), live (the agent's own container), separate (only the
+    agent's artifacts), none (no engine)."""
+    verdict: Literal["clean", "warning", "tampered", "live-state", "unchecked"] = "clean"
+    """live-state: processes outlived the tests (a server, a terminal session the tests opened) and
+    nothing else was found: the pass cannot be trusted under strict (a survivor could have
+    written the reward), but nothing says the agent tampered."""
     paths: list[str] = Field(default_factory=list)
     """Suspicious filesystem changes, 'path: why'."""
     allowed: list[str] = Field(default_factory=list)
@@ -336,8 +341,10 @@ async def _check_carried(task: LoadedTask, carried: Any, report: IntegrityReport
                                        template=None if agent_container else carried.container)
     try:
         t0 = time.monotonic()
-        audit_result = await asyncio.to_thread(_audit_carried, snap.container, carried,
-                                               task.config.verifier.allow_changes or [], task.workdir)
+        # What the task declares, or the exact paths its reference solution changed: judged by the
+        # audit as a declared path is ("allowed"); inside inferred trees nothing is.
+        allow = task.config.verifier.allow_changes or [_escape(p) for p in carried.plan.exact]
+        audit_result = await asyncio.to_thread(_audit_carried, snap.container, carried, allow, task.workdir)
         report.audit_sec = time.monotonic() - t0
         await asyncio.to_thread(deliverables.apply, snap.container, carried)
     except BaseException:
@@ -375,7 +382,7 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
                          keep_evidence: bool = False, boundary: bool = True) -> VerifierResult:
     from rsr.sandbox import engine
     from rsr.tasks.load import verifier_mode
-    from rsr.verify import deliverables, integrity, separate, snapshot
+    from rsr.verify import deliverables, inferred, integrity, separate, snapshot
 
     # Harbor's separate verifier environment: nothing of the agent's but its artifacts crosses over.
     # A multi-step task is verified step by step, each through its step's view (rsr.verify.steps).
@@ -419,8 +426,16 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
 
     carried = None
     if boundary and not apart and isolation != "live":
-        plan = deliverables.plan_for(mode, task.workdir or await asyncio.to_thread(_working_dir, container),
-                                     task.config.verifier.allow_changes)
+        try:
+            plan = deliverables.plan_for(mode, task.workdir or await asyncio.to_thread(_working_dir, container),
+                                         task.config.verifier.allow_changes, inferred_for(task, mode))
+        except deliverables.NoDeliverables as e:
+            report.verdict = "unchecked"
+            return _failed("no_deliverables", f"{task.name}: {e}: strict mode has nothing to carry; "
+                           f"{inferred.refusal([task.name], str(task.paths.task_dir.parent))}", started,
+                           integrity=report)
+        if plan.inferred_from:
+            report.notes.append(f"deliverables inferred from the reference solution (record {plan.inferred_from})")
         try:
             carried = await asyncio.to_thread(deliverables.capture, container, plan,
                                               limit_mb * 1024 * 1024 if limit_mb else None)
@@ -447,6 +462,19 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         else:
             carried.discard()
     return judged
+
+
+def _escape(path: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in path)
+
+
+def inferred_for(task: LoadedTask, mode: Literal["strict", "warn"]) -> Any:
+    """The inferred deliverables strict mode uses for a task that declares none (None: none)."""
+    if mode != "strict" or task.config.verifier.allow_changes is not None:
+        return None
+    from rsr.verify import inferred
+
+    return inferred.usable(task.digest)
 
 
 def _working_dir(container: str) -> str:
@@ -582,6 +610,19 @@ def _judged(result: VerifierResult, report: IntegrityReport, passed: bool) -> Ve
         report.notes.extend(problems)
         result.integrity = report
         return result
+    if report.survivors and not report.paths:
+        # Live state, not a forgery: an honest deliverable (a terminal session, a server the tests
+        # started) can outlive the tests as well as a keeper can. Strict mode cannot carry it: a
+        # pass is not verifiable; a failure stands as the tests' own.
+        report.verdict = "live-state"
+        report.notes.append("not verifiable under strict: " + problems[0])
+        if not passed:
+            result.integrity = report
+            return result
+        return result.model_copy(update={
+            "passed": False, "reward": 0.0, "process": 0.0, "error": "live_state", "integrity": report,
+            "explanation": "integrity: not verifiable under strict (live state): " + problems[0] + "\n"
+                           + result.explanation})
     report.verdict = "tampered" if problems else "clean"
     error = "tampered" if problems else "nonzero_exit"
     why = problems or [f"test.sh exited {result.returncode} while the reward file says pass"]

@@ -8,6 +8,7 @@ speak of); the "agent" is a script that does honest work and stray work side by 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,9 @@ from inspect_ai.agent import Agent, AgentState, agent
 from inspect_ai.solver._task_state import sample_state
 from inspect_ai.util import sandbox, store
 
+from rsr.suites.infer import infer_deliverables
 from rsr.suites.inspect_tasks import tasks_task
+from rsr.verify import inferred
 
 pytestmark = pytest.mark.docker
 
@@ -168,8 +171,17 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     task_dir(root, "probe-ptrace", allow="[]", test_sh=PTRACE_PROBE_TESTS, agent_sh="true\n",
              verifier_extra="allow_ptrace = true\n")
     task_dir(root, "undeclared", allow=None, test_sh=UNDECLARED_TESTS, agent_sh=UNDECLARED_AGENT)
-    logs = inspect_eval(tasks_task("harbor", root, None, None), solver=scripted_agent(), model="mockllm/model",
-                        display="none", log_dir=str(root / "_logs"))
+    # Strict mode carries an undeclared task's deliverables once they are inferred from its
+    # reference solution (here the same script the "agent" runs).
+    out = root.parent / f"{root.name}-deliverables.json"
+    saved = os.environ.get(inferred.ENV_FILES)
+    os.environ[inferred.ENV_FILES] = str(out)
+    try:
+        infer_deliverables(str(root), tasks="undeclared", out=out, log_dir=str(root.parent / f"{root.name}-infer"))
+        logs = inspect_eval(tasks_task("harbor", root, None, None), solver=scripted_agent(), model="mockllm/model",
+                            display="none", log_dir=str(root / "_logs"))
+    finally:
+        os.environ.pop(inferred.ENV_FILES) if saved is None else os.environ.update({inferred.ENV_FILES: saved})
     assert logs[0].status == "success", logs[0].error
     return {str(s.id): s.store for s in logs[0].samples or []}
 
@@ -233,6 +245,6 @@ def test_strict_undeclared_task_keeps_honest_installs_and_drops_startup_hooks(ru
     result = runs["undeclared"]["first"]
     assert result["passed"], result["explanation"]
     integrity = result["integrity"]
-    assert integrity["trust"] == "audited" and integrity["verdict"] == "clean", integrity
+    assert integrity["trust"] == "inferred" and integrity["verdict"] == "clean", integrity
     assert any("distutils-precedence.pth" in d for d in integrity["dropped"]), integrity["dropped"]
     assert not any("/app/ssl" in p for p in integrity["paths"])

@@ -132,7 +132,8 @@ def test_strict_board_does_accept_a_strict_run_and_records_its_verdicts(
         strict_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     board = _board(tmp_path / "strict", min_epochs=1, integrity="strict")
     assert main(["leaderboard", "check", str(strict_run), "--board", str(board)]) == 0
-    assert "integrity strict: 2 clean, 0 warning, 0 tampered, 0 unknown" in " ".join(capsys.readouterr().out.split())
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "integrity strict: 2 clean, 0 warning, 0 tampered, 0 live-state, 0 unknown" in printed
     assert main(["leaderboard", "add", str(strict_run), "--model-name", "o", "--harness", "oracle",
                  "--board", str(board)]) == 0
     (entry,) = load_entries(board / "entries")

@@ -89,6 +89,7 @@ COMMANDS: dict[str, Doc] = {
     "rsr tasks lint tasks/core": Doc("run"),
     "rsr tasks lint --network none ~/tb2": Doc("run", as_run="rsr tasks lint --network none tasks/core"),
     "rsr tasks fetch tb2": Doc("static", NET + " (GitHub)"),
+    "rsr tasks infer-deliverables tb2": Doc("static", NET + " (rsr tasks fetch tb2, then TB2's images)"),
     "rsr tasks fetch tb4": Doc("static", NET + " (the Harbor hub)"),
     "rsr tasks new my-task --category databases --milestones": Doc("run"),
     "rsr tasks check my-tasks/my-task": Doc("run", extra="--runs 1"),
