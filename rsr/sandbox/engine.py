@@ -136,13 +136,27 @@ def kill_exec(exec_id: str) -> bool:
         return False
     if pid <= 0 or not os.path.exists(f"/proc/{pid}"):
         return False
-    for target in reversed(_descendants(pid)):
+    # Freeze the tree, parents first, before killing anything: a shell whose child is killed
+    # first wakes up and runs its next command (`sleep 20; echo done > out`) before its own
+    # SIGKILL lands, so a timed-out solution could still write its answer. A child forked
+    # between the first listing and its parent's stop is found by the second listing.
+    stopped: list[int] = []
+    for _ in range(2):
+        for target in _descendants(pid):
+            if target in stopped:
+                continue
+            try:
+                os.kill(target, signal.SIGSTOP)
+                stopped.append(target)
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                return False
+    for target in stopped:
         try:
             os.kill(target, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        except PermissionError:
-            return False
     return True
 
 
