@@ -19,6 +19,7 @@ from typing import NoReturn
 from rsr.errors import RsrError
 
 USER_ERROR_EXIT = 2
+RANK_ZERO_GRACE_SECONDS = 3.0
 
 
 def is_rank_zero() -> bool:
@@ -27,15 +28,21 @@ def is_rank_zero() -> bool:
 
 def user_error_exit(error: RsrError) -> NoReturn:
     if is_rank_zero():
-        print(f"error: {error}", file=sys.stderr)
         error_file = os.environ.get("TORCHELASTIC_ERROR_FILE")
         if error_file:
-            # No py_callstack: the summary then shows the message itself, not a traceback.
+            # Written before the line is printed: once any rank has exited the launcher may stop
+            # this one at any moment. No py_callstack: the summary then shows the message itself,
+            # not a traceback.
             data = {"message": {"message": f"error: {error}",
                                 "extraInfo": {"timestamp": str(int(time.time()))}}}
             try:
                 with open(error_file, "w") as f:
                     json.dump(data, f)
             except OSError:
-                pass  # the line above already told the user
+                pass  # the line below still tells the user
+        print(f"error: {error}", file=sys.stderr, flush=True)
+    elif os.environ.get("TORCHELASTIC_ERROR_FILE"):
+        # The launcher stops every rank as soon as one exits and names the earliest failure as
+        # the root cause: let rank 0 report first, or a silent rank's exit would be named.
+        time.sleep(RANK_ZERO_GRACE_SECONDS)
     sys.exit(USER_ERROR_EXIT)
