@@ -89,6 +89,7 @@ def rehearse(out: Annotated[Path, typer.Option("--out", help="Folder for everyth
     """Rehearse the whole Table 5 journey offline: fetch a stand-in suite with Harbor's downloader,
     evaluate it (rsr/oracle, real Docker sandboxes, real verifier), report, add to a test
     leaderboard, build the site. Prints each step and where its output is."""
+    from rsr.sandbox.gpu import needs_gpu
     from rsr.suites.registry import PIN_RECORD, SUITES
     from rsr.suites.standin import build_registry_repo, publish, serve_git
     from rsr.tasks.load import load_dataset
@@ -145,8 +146,7 @@ def rehearse(out: Annotated[Path, typer.Option("--out", help="Folder for everyth
                       f"the rehearsal fetches it from {source} instead")
         run(f"Fetch {SUITE} with Harbor's downloader", ["tasks", "fetch", SUITE, "--source", source],
             [tasks_home / SUITE / PIN_RECORD])
-    gpu_tasks = sorted(t.name for t in load_dataset(tasks_home / SUITE).tasks
-                       if (t.config.environment.gpus or 0) > 0)
+    gpu_tasks = sorted(t.name for t in load_dataset(tasks_home / SUITE).tasks if needs_gpu(t))
     run("Evaluate Table 5 (every fetched suite; the others are skipped and named)",
         ["eval", "table5", "--model", "mockllm/model", "--agent", "rsr/oracle", "--label", LABEL,
          "--log-dir", str(logs)], [logs])

@@ -101,14 +101,14 @@ def fetch(
 ) -> None:
     """Fetch a suite's pinned version (git checkout, or Harbor's own `harbor download` for hub
     datasets), verify its digest where one is pinned, and record tool, source, ref and digests."""
-    from rsr.sandbox.gpu import NEEDS_GPU
+    from rsr.sandbox.gpu import NEEDS_GPU, needs_gpu
     from rsr.suites.registry import PIN_RECORD, fetch_suite
     from rsr.tasks.load import load_dataset
 
     with Console().status(f"fetching {suite}"):
         root, pin = fetch_suite(suite, dest=dest, git_url=git_url, source=source, repin=repin)
     tasks = load_dataset(root).tasks
-    gpu = [t.name for t in tasks if (t.config.environment.gpus or 0) > 0]
+    gpu = [t.name for t in tasks if needs_gpu(t)]
     record = next((d / PIN_RECORD for d in (root, root.parent) if (d / PIN_RECORD).is_file()), None)
     Console().print(f"{suite}: {len(tasks)} task(s) in {root}"
                     + (f" ({len(gpu)} {NEEDS_GPU}: {', '.join(gpu)})" if gpu else "")

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rsr.sandbox import engine
 from rsr.sandbox.infra import ImageBuildError, ImageMissingError, ImagePullError, InfraError, InfraSandbox
-from rsr.sandbox.pull import ImagePolicy, ResolvedImage, image_present, pull_image, resolved
+from rsr.sandbox.pull import ImagePolicy, ResolvedImage, image_present, local_image, pull_image, resolved
 
 logger = logging.getLogger(__name__)
 
@@ -136,8 +136,9 @@ class _Images:
             return found
 
     def _resolve(self, config: RsrDockerConfig, policy: str) -> ResolvedImage:
-        if image_present(config.image):
-            return resolved(config.image, "local", policy)
+        local = local_image(config.image, policy)
+        if local is not None:
+            return local
         prebuilt = config.build_context is None or config.build_image is not None
         if policy == "never":
             why = "--sandbox-prebuilt" if sandbox_prebuilt() else "-T images=never"

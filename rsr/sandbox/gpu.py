@@ -9,15 +9,23 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from rsr.errors import RsrError
 
+if TYPE_CHECKING:
+    from rsr.tasks.load import LoadedTask
+
 GPU_ENV = "RSR_HAS_GPU"
 """`1`/`0` overrides the detection (a machine whose GPUs rsr cannot see, or a test)."""
 
 NEEDS_GPU = "needs a GPU"
+
+
+def needs_gpu(task: LoadedTask) -> bool:
+    return (task.config.environment.gpus or 0) > 0
 
 
 class GpuCheck(BaseModel):

@@ -79,10 +79,20 @@ class ResolvedImage:
         return out
 
 
-def resolved(name: str, source: Literal["local", "pulled", "built"], policy: str, note: str = "") -> ResolvedImage:
-    info = engine.api().inspect_image(name)
+def resolved(name: str, source: Literal["local", "pulled", "built"], policy: str, note: str = "",
+             info: dict[str, Any] | None = None) -> ResolvedImage:
+    info = info if info is not None else engine.api().inspect_image(name)
     return ResolvedImage(name=name, id=info["Id"], repo_digests=list(info.get("RepoDigests") or []),
                          source=source, policy=policy, note=note)
+
+
+def local_image(name: str, policy: str) -> ResolvedImage | None:
+    """The image as this engine already has it (one inspect), None when it is absent."""
+    try:
+        info = engine.api().inspect_image(name)
+    except ImageNotFound:
+        return None
+    return resolved(name, "local", policy, info=info)
 
 
 def image_present(name: str) -> bool:

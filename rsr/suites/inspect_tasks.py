@@ -13,7 +13,7 @@ from inspect_ai.solver import Solver
 from rsr.errors import DatasetLoadError, RsrError, TaskFormatError
 from rsr.options import refuse_unknown_options
 from rsr.sandbox.compose import sandbox_network
-from rsr.sandbox.gpu import GPU_ENV, NEEDS_GPU, gpu_check
+from rsr.sandbox.gpu import GPU_ENV, NEEDS_GPU, gpu_check, needs_gpu
 from rsr.sandbox.healthcheck import healthcheck_script
 from rsr.sandbox.images import ImageMap, find_image_map
 from rsr.sandbox.pull import DEFAULT_POLICY, IMAGE_POLICIES, split_images_option
@@ -210,7 +210,7 @@ def refuse_undeclared(tasks: list[LoadedTask], target: str) -> None:
 def split_gpu_tasks(tasks: list[LoadedTask], kind: str) -> tuple[list[LoadedTask], list[dict[str, Any]], str]:
     """The tasks that can run here, those that need a GPU this machine lacks (as the log
     records them), and how that was decided. A cluster (k8s) schedules GPU requests itself."""
-    wanting = [t for t in tasks if (t.config.environment.gpus or 0) > 0]
+    wanting = [t for t in tasks if needs_gpu(t)]
     if not wanting:
         return list(tasks), [], "no task needs a GPU"
     if kind == "k8s":

@@ -220,17 +220,21 @@ class PinCheck(BaseModel):
                 "pinned_task_digests": dict(self.task_digests)}
 
 
-def suite_digest(root: Path) -> str:
-    """The digest a pin is compared with: every task below root, names and contents."""
+def digests(root: Path) -> tuple[str, dict[str, str]]:
+    """The digest a pin is compared with (every task below root, names and contents) and each
+    task's own, from one load of the tasks."""
     from rsr.tasks.load import load_dataset, tasks_digest
 
-    return tasks_digest(load_dataset(root).tasks)
+    tasks = load_dataset(root).tasks
+    return tasks_digest(tasks), {t.name: t.digest for t in tasks}
+
+
+def suite_digest(root: Path) -> str:
+    return digests(root)[0]
 
 
 def task_digests(root: Path) -> dict[str, str]:
-    from rsr.tasks.load import load_dataset
-
-    return {t.name: t.digest for t in load_dataset(root).tasks}
+    return digests(root)[1]
 
 
 def _pin_ref(spec: SuiteSpec) -> str | None:
@@ -361,10 +365,10 @@ def _harbor_download(spec: SuiteSpec, source: str | None, out_dir: Path) -> tupl
     copy = out_dir / short
     if not copy.is_dir():
         raise RsrError(f"`{' '.join(cmd)}` wrote no {copy}")
-    tasks = task_digests(copy)
+    digest, tasks = digests(copy)
     if not tasks:
         raise RsrError(f"{where}: `harbor download` gave no task in {copy}")
-    record = PinRecord(suite=spec.name, digest=suite_digest(copy), tasks=tasks, tool=f"harbor {version}",
+    record = PinRecord(suite=spec.name, digest=digest, tasks=tasks, tool=f"harbor {version}",
                        source=source or f"harbor-hub:{spec.hub}", ref=spec.hub_ref,
                        command=[Path(cmd[0]).name, *cmd[1:-3]],
                        fetched_at=datetime.now(UTC).isoformat(timespec="seconds"))
@@ -398,11 +402,11 @@ def fetch_suite(suite: str, *, dest: Path | None = None, git_url: str | None = N
         detail = detail.decode(errors="replace") if isinstance(detail, bytes) else str(detail)
         raise RsrError(f"could not fetch {url}@{spec.git_commit}: {e} {detail.strip()[-500:]}") from e
     root = target / spec.subdir if spec.subdir else target
-    digest = suite_digest(root)
+    digest, tasks = digests(root)
     if spec.digest and digest != spec.digest:
         shutil.rmtree(target, ignore_errors=True)
         raise RsrError(f"{url}@{spec.git_commit} has digest {digest}, pinned {spec.digest}; removed the copy")
-    record = PinRecord(suite=suite, digest=digest, tasks=task_digests(root), tool="git", source=url,
+    record = PinRecord(suite=suite, digest=digest, tasks=tasks, tool="git", source=url,
                        ref=spec.git_commit, git_url=url, commit=spec.git_commit,
                        command=["git", "fetch", "--depth", "1", url, spec.git_commit],
                        fetched_at=datetime.now(UTC).isoformat(timespec="seconds"))

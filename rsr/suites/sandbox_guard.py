@@ -79,12 +79,13 @@ async def _container_image(env: object, policy: str) -> ResolvedImage | None:
     import asyncio
 
     from rsr.sandbox import engine
+    from rsr.sandbox.backing import container_of
 
     try:
-        connection = await env.connection()  # type: ignore[attr-defined]
-        if connection.type != "docker" or not connection.container:
+        container = await container_of(env)
+        if not container:
             return None
-        info = await asyncio.to_thread(engine.api().inspect_container, connection.container)
+        info = await asyncio.to_thread(engine.api().inspect_container, container)
         found = await asyncio.to_thread(engine.api().inspect_image, info["Image"])
     except Exception:  # a provider without a local container (k8s): its image map records it
         return None

@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rsr.tasks.load import iter_files
+
 if TYPE_CHECKING:
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ChatMessage
@@ -165,9 +167,11 @@ class TaskFacts(BaseModel):
         if task is None:
             return cls()
         root = task.paths.task_dir
-        # tests/ and solution/, and a multi-step task's steps/<name>/tests|solution.
-        names = {p.name for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                 and {"tests", "solution"} & set(p.relative_to(root).parts[:-1])}
+        # tests/ and solution/, and a multi-step task's steps/<name>/tests|solution; never the
+        # build context, which the scorer would otherwise walk for every sample.
+        hidden_dirs = [root / "tests", root / "solution",
+                       *(step / part for step in sorted((root / "steps").glob("*")) for part in ("tests", "solution"))]
+        names = {path.name for folder in hidden_dirs for _, path in iter_files(folder)}
         # A name or path the instructions give the agent is fair game.
         instructions = "\n".join([task.instruction, *(text for _, text in task.step_instructions)])
         hidden = tuple(sorted(n for n in names if n not in instructions))
