@@ -22,6 +22,7 @@ import struct
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -162,8 +163,13 @@ def kill_exec(exec_id: str) -> bool:
 
 def run_exec(container: str, cmd: list[str], *, input: bytes | None = None, cwd: str | None = None,
              env: dict[str, str] | None = None, user: str | None = None, timeout: float | None = None,
-             output_limit: int = 10 * 1024 * 1024) -> ExecOutcome:
-    """Run one command in a running container and wait for it (see the module docstring)."""
+             output_limit: int = 10 * 1024 * 1024, on_exit: Callable[[], None] | None = None) -> ExecOutcome:
+    """Run one command in a running container and wait for it (see the module docstring).
+
+    Without `on_exit` the command is over when its output stream closes (every process holding
+    it is gone). With `on_exit` it is over when the command's own process exits: `on_exit` is
+    called at that instant (the verifier kills everything else there), then what was already
+    written is drained; a process that outlived the command cannot hold the run open."""
     engine = api()
     created = engine.exec_create(
         container, cmd, stdout=True, stderr=True, stdin=input is not None, tty=False,
@@ -175,6 +181,7 @@ def run_exec(container: str, cmd: list[str], *, input: bytes | None = None, cwd:
     out, err = _Capped(output_limit), _Capped(output_limit)
     deadline = None if timeout is None else time.monotonic() + timeout
     timed_out = False
+    watch = _exit_watch(exec_id) if on_exit is not None else None
     try:
         if input is not None:
             raw.sendall(input)
@@ -183,13 +190,19 @@ def run_exec(container: str, cmd: list[str], *, input: bytes | None = None, cwd:
             raw.shutdown(socket.SHUT_WR)
         except OSError:
             pass
-        timed_out = _read_frames(raw, out, err, deadline)
+        pending = bytearray()
+        timed_out = _read_frames(raw, out, err, deadline, watch, pending)
         if timed_out:
             kill_exec(exec_id)
-            # Drain what the killed tree had written; a process that escaped the tree (a
-            # daemon reparented to PID 1) may hold the stream open, so stop after a grace period.
-            _read_frames(raw, out, err, time.monotonic() + 3)
+        if on_exit is not None:
+            on_exit()
+        if timed_out or on_exit is not None:
+            # Drain what was written before the end; a process that escaped the tree (a daemon
+            # reparented to PID 1) may hold the stream open, so stop after a grace period.
+            _read_frames(raw, out, err, time.monotonic() + 3, pending=pending)
     finally:
+        if watch is not None and watch >= 0:
+            os.close(watch)
         try:
             sock.close()
         finally:
@@ -200,28 +213,70 @@ def run_exec(container: str, cmd: list[str], *, input: bytes | None = None, cwd:
                        truncated=bool(out.dropped or err.dropped))
 
 
-def _read_frames(raw: socket.socket, out: _Capped, err: _Capped, deadline: float | None) -> bool:
-    """Read multiplexed frames until EOF; True when the deadline passed first."""
-    pending = b""
+def _exit_watch(exec_id: str) -> int | None:
+    """A pidfd that becomes readable when the exec's process exits; -1 when it has exited
+    already; None when its process cannot be watched from here (a remote engine: the run then
+    ends with its output stream, as without a watch)."""
+    for _ in range(200):
+        try:
+            info = api().exec_inspect(exec_id)
+        except APIError:
+            return None
+        pid = int(info.get("Pid") or 0)
+        if pid > 0:
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                return -1
+            except OSError:
+                return None
+            # The pid may have been reused between the inspect and the open: ask again.
+            if api().exec_inspect(exec_id).get("Running"):
+                return fd
+            os.close(fd)
+            return -1
+        if info.get("ExitCode") is not None and not info.get("Running"):
+            return -1
+        time.sleep(0.005)
+    return None
+
+
+def _read_frames(raw: socket.socket, out: _Capped, err: _Capped, deadline: float | None,
+                 watch: int | None = None, pending: bytearray | None = None) -> bool:
+    """Read multiplexed frames until EOF, or until the watched process exits (`watch`, a pidfd;
+    -1: it has exited already); True when the deadline passed first. `pending`: a frame cut by
+    an earlier call on the same stream."""
+    pending = bytearray() if pending is None else pending
+    if watch == -1:
+        return False
+    sources: list[Any] = [raw] if watch is None else [raw, watch]
     while True:
         wait = None if deadline is None else deadline - time.monotonic()
         if wait is not None and wait <= 0:
             return True
-        ready, _, _ = select.select([raw], [], [], wait)
+        ready, _, _ = select.select(sources, [], [], wait)
         if not ready:
             return True
+        if watch is not None and watch in ready:
+            return False
         try:
             chunk = raw.recv(65536)
         except (ConnectionResetError, OSError):
-            return False
+            chunk = b""
         if not chunk:
-            return False
+            if watch is None or raw not in sources:
+                return False
+            # The output closed but the command may still run (it redirected its output):
+            # the run ends with the command, not with its stream.
+            sources = [watch]
+            continue
         pending += chunk
         while len(pending) >= 8:
             stream, size = pending[0], struct.unpack(">I", pending[4:8])[0]
             if len(pending) < 8 + size:
                 break
-            payload, pending = pending[8:8 + size], pending[8 + size:]
+            payload = bytes(pending[8:8 + size])
+            del pending[:8 + size]
             (err if stream == 2 else out).add(payload)
 
 

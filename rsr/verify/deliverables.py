@@ -70,6 +70,9 @@ class Plan(BaseModel):
     exactly them, as a task's declared path."""
     inferred_from: str | None = None
     """trust 'inferred': the task digest whose reference solution's change set gave the roots."""
+    workdir: str | None = None
+    """The task's working directory: its deletion (or an ancestor's) is never carried, in any
+    mode (invariant 4: the tests start where the pristine image lets them start)."""
 
 
 class Changes(BaseModel):
@@ -136,16 +139,17 @@ def plan_for(mode: Literal["strict", "warn"], workdir: str | None, allow_changes
     """The plan for a task: `inferred` (an `rsr.verify.inferred.InferredTask`) stands in for
     `allow_changes` on a task that declares none; strict mode on a task with neither raises
     NoDeliverables (a denylist of dangerous files would only wait for the next one)."""
+    kept_dir = workdir.rstrip("/") or None if workdir else None
     if mode == "warn":
-        return Plan(trust="harbor")
-    roots = [workdir.rstrip("/")] if workdir and workdir.rstrip("/") else []
+        return Plan(trust="harbor", workdir=kept_dir)
+    roots = [kept_dir] if kept_dir else []
     if allow_changes is not None:
-        return Plan(trust="deliverables", roots=[*roots, *allow_changes])
+        return Plan(trust="deliverables", roots=[*roots, *allow_changes], workdir=kept_dir)
     if inferred is None:
         raise NoDeliverables("the task declares no deliverables (task.toml verifier.allow_changes) and none were "
                              "inferred for it")
     return Plan(trust="inferred", roots=[*roots, *(r for r in inferred.roots if r not in roots)],
-                exact=list(inferred.exact), inferred_from=inferred.digest)
+                exact=list(inferred.exact), inferred_from=inferred.digest, workdir=kept_dir)
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:
@@ -309,6 +313,10 @@ class _Walk:
                 continue
             existed = self.in_lower(rel)
             if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # overlay whiteout: deleted
+                if self.plan.workdir and _under(self.plan.workdir, [path]):
+                    self.changes["dropped"].append(f"{path}: deleted, but the task's workdir is never deleted "
+                                                   "by a deliverable (the tests start there)")
+                    continue
                 self._judge(path, deleted=True, existed=True)
                 continue
             is_dir = stat.S_ISDIR(st.st_mode)

@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import tarfile
+from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -79,9 +80,11 @@ def _copy_artifacts(agent: str, target: str, task: LoadedTask) -> None:
         source = item.source.rstrip("/") or "/"
         try:
             stream, stat = api.get_archive(agent, source)
+            data = read_capped(stream)
         except (NotFound, APIError):
             continue  # a declared artifact the agent never produced
-        data = read_capped(stream)
+        except Exception:  # noqa: BLE001 - a stream that broke mid-way: the agent's artifact is lost, not the verdict
+            continue
         if data is None:
             continue
         is_dir = bool(stat.get("mode", 0) & (1 << 31))
@@ -104,8 +107,16 @@ def _dir_archive(dirs: list[tuple[str, int]]) -> bytes:
     return buf.getvalue()
 
 
-def create(agent_container: str, task: LoadedTask) -> Snapshot:
-    """Start the separate verification container, with the agent's artifacts copied in."""
+def create(agent_container: str, task: LoadedTask, hardened: bool = False,
+           probe: Callable[[str, str | None], None] | None = None) -> Snapshot:
+    """Start the separate verification container, with the agent's artifacts copied in.
+
+    `hardened` (strict mode) gives it the boundary a shared-mode verification container gets
+    (`rsr.verify.snapshot.create_pristine`): /tests read-only and, when the tests run as root,
+    /tests and /logs/verifier root-only; the seccomp profile; no privileges gained through exec.
+    `probe(container, cwd)` is called on the pristine container before any artifact of the
+    agent's is copied in (invariant 4: a verifier that cannot start there is an infrastructure
+    error; one that cannot start afterwards is the agent's failure)."""
     api = engine.api()
     agent = api.inspect_container(agent_container)
     cfg, bundled = verifier_image(task, agent["Config"]["Image"])
@@ -114,10 +125,18 @@ def create(agent_container: str, task: LoadedTask) -> Snapshot:
     binds: dict[str, Any] = {str(logs_dir): {"bind": VERIFIER_LOG_DIR, "mode": "rw"}}
     if not bundled:
         stage_tests(task, tests_dir)
-        binds[str(tests_dir)] = {"bind": TESTS_MOUNT, "mode": "rw"}
+        binds[str(tests_dir)] = {"bind": TESTS_MOUNT, "mode": "ro" if hardened else "rw"}
+    if hardened and task.config.verifier.user in (None, "", "root", "0"):
+        for d in [tests_dir, *[p for p in tests_dir.rglob("*") if p.is_dir()]]:
+            d.chmod(0o700)
+        logs_dir.chmod(0o700)
     env = cfg.model_dump()
     host = host_config(RsrDockerConfig(**env))
     host["binds"] = binds
+    if hardened:
+        from rsr.verify.seccomp import security_options
+
+        host["security_opt"] = security_options(task.config.verifier.allow_ptrace)
     try:
         created = api.create_container(
             cfg.image, command=KEEPALIVE, entrypoint=[], working_dir=cfg.workdir or None,
@@ -127,12 +146,20 @@ def create(agent_container: str, task: LoadedTask) -> Snapshot:
             stop_signal="SIGKILL", host_config=api.create_host_config(**host))
         container = created["Id"]
         api.start(container)
-        _copy_artifacts(agent_container, container, task)
         workdir = cfg.workdir or api.inspect_container(container)["Config"].get("WorkingDir") or "/"
+        if probe is not None:
+            probe(container, task.workdir or workdir)
     except Exception:
         shutil.rmtree(host_dir, ignore_errors=True)
         if "container" in locals():
             engine.remove_container(container)
         raise
+    try:
+        _copy_artifacts(agent_container, container, task)
+    except Exception as e:  # noqa: BLE001 - what the agent published is the agent's: never infra
+        notes = [f"the agent's artifacts could not be copied whole: {type(e).__name__}: {e}"]
+    else:
+        notes = []
     # No image of ours to remove afterwards: the verifier's image is the task's (kept, built once).
-    return Snapshot(container=container, image="", host_dir=host_dir, working_dir=workdir, path_env=None)
+    return Snapshot(container=container, image="", host_dir=host_dir, working_dir=workdir, path_env=None,
+                    notes=notes)

@@ -11,12 +11,16 @@ agent left at those paths.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import stat
 import tempfile
+import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +40,8 @@ class Snapshot:
     host_dir: Path
     working_dir: str
     path_env: str | None
+    notes: list[str] = field(default_factory=list)
+    """What the verifier should report about how this container was prepared."""
 
     @property
     def tests_dir(self) -> Path:
@@ -168,26 +174,163 @@ def _own_network(agent_host_config: dict[str, Any]) -> str:
     return "none" if mode.startswith("container:") else mode
 
 
-def survivors(container: str) -> list[str]:
-    """Commands still running in the container besides its keep-alive PID 1 (host-side `top`)."""
-    api = engine.api()
+class RunEnd:
+    """Invariant 2, "the test run ends when test.sh exits", enforced: called (by
+    `engine.run_exec`'s `on_exit`) at the instant the test command's own process exits, it
+    freezes every process of the verification container at once (its cgroup freezer), lists
+    them (the survivors: whatever the tests started that outlived test.sh) and kills them all
+    before anything is read; no reward file or output can be written after that point. Cost:
+    one inspect before the run (~5 ms), a few host file writes at its end (< 1 ms).
+
+    Idempotent: called again after the run (a timeout, an engine whose processes this host
+    cannot see) it does the same, late but before any read."""
+
+    def __init__(self, container: str) -> None:
+        self.container = container
+        self.survivors: list[str] | None = None
+        try:
+            self.init_pid = int(engine.api().inspect_container(container)["State"].get("Pid") or 0)
+        except (APIError, NotFound):
+            self.init_pid = 0
+        self.freezer = _freezer(self.init_pid)
+
+    def __call__(self) -> None:
+        if self.survivors is not None:
+            return
+        pids: list[int] = []
+        if self.freezer is not None:
+            state, procs = self.freezer
+            try:
+                _freeze(state)
+                pids = _cgroup_pids(procs)
+            except OSError:
+                self.freezer = None
+        if self.freezer is None and self.init_pid > 0:
+            pids = _namespace_pids(self.init_pid)
+        self.survivors = [cmd for pid in pids if pid != self.init_pid and (cmd := _cmdline(pid))]
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if self.freezer is not None:
+            try:
+                _thaw(self.freezer[0])
+            except OSError:
+                pass
+        if not pids:
+            # Processes this host cannot see (a remote engine): the engine kills them.
+            try:
+                engine.api().kill(self.container)
+            except (APIError, NotFound):
+                pass
+
+
+def _freezer(pid: int) -> tuple[Path, Path] | None:
+    """(state file, process list) of the cgroup freezer holding `pid`'s container, v1 or v2."""
+    if pid <= 0:
+        return None
     try:
-        init_pid = str(api.inspect_container(container)["State"]["Pid"])
-        top = api.top(container, ps_args="-eo pid,args")
-    except (APIError, NotFound):
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "freezer" in controllers.split(","):
+            base = Path("/sys/fs/cgroup/freezer") / path.lstrip("/")
+            if (base / "freezer.state").is_file():
+                return base / "freezer.state", base / "cgroup.procs"
+    for line in lines:
+        if line.startswith("0::"):
+            base = Path("/sys/fs/cgroup") / line[3:].lstrip("/")
+            if (base / "cgroup.freeze").is_file():
+                return base / "cgroup.freeze", base / "cgroup.procs"
+    return None
+
+
+def _freeze(state: Path) -> None:
+    v1 = state.name == "freezer.state"
+    state.write_text("FROZEN" if v1 else "1")
+    # Freezing completes asynchronously; the list is read once nothing can fork any more.
+    for _ in range(200):
+        if v1 and state.read_text().strip() == "FROZEN":
+            return
+        if not v1 and "frozen 1" in (state.parent / "cgroup.events").read_text():
+            return
+        time.sleep(0.001)
+
+
+def _thaw(state: Path) -> None:
+    state.write_text("THAWED" if state.name == "freezer.state" else "0")
+
+
+def _cgroup_pids(procs: Path) -> list[int]:
+    return [int(p) for p in procs.read_text().split()]
+
+
+def _namespace_pids(init_pid: int) -> list[int]:
+    """Every process in `init_pid`'s PID namespace, from the host's /proc (no freezer here)."""
+    try:
+        ns = os.readlink(f"/proc/{init_pid}/ns/pid")
+    except OSError:
         return []
-    titles = [t.upper() for t in top.get("Titles", [])]
-    pid_col = titles.index("PID") if "PID" in titles else 0
-    args_col = titles.index("ARGS") if "ARGS" in titles else len(titles) - 1
-    return [" ".join(row[args_col:]) for row in top.get("Processes") or [] if row[pid_col] != init_pid]
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.readlink(f"/proc/{entry}/ns/pid") == ns:
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
 
 
-def freeze(container: str) -> None:
-    """Stop every process of the container at once (the reward is read after this)."""
+def _cmdline(pid: int) -> str:
+    """A live process's command line ('' for a zombie or a process gone meanwhile)."""
     try:
-        engine.api().kill(container)
-    except (APIError, NotFound):
-        pass
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+@contextlib.contextmanager
+def agent_frozen(container: str | None) -> Iterator[None]:
+    """Invariant 1, "no agent process exists when the tests start", enforced: the agent's
+    container is paused (every process frozen by its cgroup) from before its changes are read
+    until the test run has ended, and resumed afterwards (a mid-run check, a next step). Cost:
+    one pause and one unpause (~20 ms together)."""
+    paused = False
+    if container is not None:
+        try:
+            state = engine.api().inspect_container(container).get("State") or {}
+            if state.get("Running") and not state.get("Paused"):
+                engine.api().pause(container)
+                paused = True
+        except (APIError, NotFound):
+            pass
+    try:
+        yield
+    finally:
+        if paused:
+            try:
+                engine.api().unpause(container)
+            except (APIError, NotFound):
+                pass
+
+
+def network_peers(agent_container: str) -> list[str]:
+    """Other containers living in the agent container's network namespace (a compose task's
+    sidecars join it): services the tests may need, which a verification container can reach
+    only by joining that namespace too."""
+    api = engine.api()
+    info = api.inspect_container(agent_container)
+    project = (info["Config"].get("Labels") or {}).get("com.docker.compose.project")
+    if not project:
+        return []
+    ours = {f"container:{info['Id']}", f"container:{info['Name'].lstrip('/')}"}
+    return [(c.get("Names") or [c["Id"][:12]])[0].lstrip("/")
+            for c in api.containers(filters={"label": f"com.docker.compose.project={project}"})
+            if (c.get("HostConfig") or {}).get("NetworkMode") in ours]
 
 
 def destroy(snapshot: Snapshot) -> None:

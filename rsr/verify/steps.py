@@ -8,8 +8,11 @@ ordinary verifier. The trial stops after a step whose setup or healthcheck faile
 verifier produced no reward (Harbor: an exception without a verifier result), or whose rewards
 fall below its `min_reward` (a number gates `reward`, a table gates each key; a missing key is
 -inf). The trial's rewards are Harbor's `multi_step_reward_strategy`: `final` takes the last step
-that ran verbatim, `mean` (the default) the per-key mean over the steps that have rewards,
-a key a step lacks counting 0.
+that ran verbatim, `mean` (the default) the per-key mean with one term per declared step
+(invariant 5, "every step counts"): a key a step lacks, a step without a verifier result (its
+tests could not start on what the agent left: a void step) and a step the trial never reached
+each count 0. Harbor leaves void steps out of the mean, so an agent that wrecks the last step
+keeps the first step's score; rsr does not follow it there.
 
 The agent side (one agent call per step) is `rsr.harness.steps.stepwise`; this module owns
 what runs between the calls, the per-step records (kept in the sample store) and the trial
@@ -40,7 +43,7 @@ STORE_CURRENT = "rsr/current_step"
 NO_RESULT_ERRORS = frozenset({"missing_reward", "malformed_reward", "verifier_timeout", "sandbox_error",
                               "setup_failed", "storage_exceeded", "tb1_parse_error", "verifier_bootstrap"})
 """rsr verifier errors where Harbor's verifier raises instead of returning rewards (the step then
-has no verifier result: it ends the trial and does not count in the mean)."""
+has no verifier result: it ends the trial and is a 0 term of the mean)."""
 
 
 class StepRecord(BaseModel):
@@ -65,24 +68,28 @@ class StepsRecord(BaseModel):
 
     @property
     def rewards(self) -> dict[str, float] | None:
-        return trial_rewards(self.steps, self.strategy)
+        return trial_rewards(self.steps, self.strategy, len(self.declared))
 
 
 def strategy_of(task: LoadedTask) -> Literal["mean", "final"]:
     return task.config.multi_step_reward_strategy or "mean"
 
 
-def trial_rewards(steps: list[StepRecord], strategy: Literal["mean", "final"]) -> dict[str, float] | None:
-    """The trial's rewards from its steps' (Harbor's `_select_multi_step_reward`)."""
+def trial_rewards(steps: list[StepRecord], strategy: Literal["mean", "final"],
+                  declared: int = 0) -> dict[str, float] | None:
+    """The trial's rewards from its steps' (after Harbor's `_select_multi_step_reward`, see the
+    module doc). Invariant 5, enforced here: under `mean` the denominator is the number of
+    declared steps (`declared`; at least the steps that ran), whatever ran or produced rewards."""
     if not steps:
         return None
     if strategy == "final":
         return steps[-1].rewards
-    valid = [s.rewards or {} for s in steps if s.rewards is not None]
+    valid = [s.rewards for s in steps if s.rewards is not None]
     keys = {k for r in valid for k in r}
-    if not valid or not keys:
+    if not keys:
         return None
-    return {k: sum(r.get(k, 0) for r in valid) / len(valid) for k in sorted(keys)}
+    terms = max(declared, len(steps))
+    return {k: sum(r.get(k, 0) for r in valid) / terms for k in sorted(keys)}
 
 
 def min_reward_failure(rewards: dict[str, float] | None, min_reward: float | dict[str, float]) -> str | None:

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import io
 import math
+import os
 import re
 import tarfile
 import time
@@ -118,7 +119,11 @@ class IntegrityReport(BaseModel):
     """Strict mode's checker boundary applied: /tests read-only and root-only, seccomp
     refusing ptrace and kin, no privileges gained through exec."""
     survivors: list[str] = Field(default_factory=list)
-    """Processes that outlived the tests in the verification container."""
+    """Processes that outlived test.sh in the verification container (killed when it exited)."""
+    shares_with: list[str] = Field(default_factory=list)
+    """Live processes the test run shares a namespace with (the agent's own container under
+    `isolation = "live"`, a compose task's sidecars): invariant 1 cannot hold, so strict mode
+    refuses a pass (`live_state`) and says so here."""
     notes: list[str] = Field(default_factory=list)
     audit_sec: float | None = None
 
@@ -289,6 +294,12 @@ class _TestRun:
         found = await asyncio.to_thread(engine.get_files, where, LONG_CLI_OUTPUT_DIR, list(LONG_CLI_FILES))
         self.tb1_files.update({k: v.decode("utf-8", errors="replace") for k, v in found.items() if v is not None})
 
+    def probe(self, container: str, cwd: str | None) -> None:
+        """Invariant 4: whether test.sh can start, decided on a container of the pristine image
+        before any change of the agent's is there; VerifierBootstrapError when it cannot (the
+        task's or the engine's fault, never the agent's). Cost: one exec (~40 ms)."""
+        probe_start(container, cwd, self.user)
+
     async def in_live(self, container: str, cwd: str | None) -> tuple[Any, list[str], dict[str, bytes | None] | str]:
         from rsr.sandbox import engine
 
@@ -309,12 +320,14 @@ class _TestRun:
         from rsr.verify import snapshot
 
         try:
+            # Invariant 2: the run ends when test.sh's own process exits; `end` kills everything
+            # else in the container at that instant, before any output or reward is read.
+            end = await asyncio.to_thread(snapshot.RunEnd, snap.container)
             outcome = await asyncio.to_thread(engine.run_exec, snap.container, self.command, env=self.env,
                                               user=self.user, cwd=self.task.workdir or snap.working_dir,
-                                              timeout=self.timeout)
-            left = await asyncio.to_thread(snapshot.survivors, snap.container)
-            # Nothing may write the reward after this point: stop every process first.
-            await asyncio.to_thread(snapshot.freeze, snap.container)
+                                              timeout=self.timeout, on_exit=end)
+            await asyncio.to_thread(end)  # no-op when it ran at the exit
+            left = end.survivors or []
             await self.read_tb1_files(snap.container)
             try:
                 files = snapshot.read_reward_files(snap.logs_dir)
@@ -340,6 +353,7 @@ async def _check_carried(task: LoadedTask, carried: Any, report: IntegrityReport
                                        join_network=join_network, hardened=report.hardened,
                                        template=None if agent_container else carried.container)
     try:
+        await asyncio.to_thread(run.probe, snap.container, task.workdir or snap.working_dir)
         t0 = time.monotonic()
         # What the task declares, or the exact paths its reference solution changed: judged by the
         # audit as a declared path is ("allowed"); inside inferred trees nothing is.
@@ -382,14 +396,13 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
                          keep_evidence: bool = False, boundary: bool = True) -> VerifierResult:
     from rsr.sandbox import engine
     from rsr.tasks.load import verifier_mode
-    from rsr.verify import deliverables, inferred, integrity, separate, snapshot
+    from rsr.verify import snapshot
 
     # Harbor's separate verifier environment: nothing of the agent's but its artifacts crosses over.
     # A multi-step task is verified step by step, each through its step's view (rsr.verify.steps).
     apart = verifier_mode(task.config) == "separate" and (not task.config.steps or task.step is not None)
     report = IntegrityReport(mode=mode, isolation="separate" if apart else isolation,
                              trust="separate" if apart else "live" if isolation == "live" else "none")
-    allow = task.config.verifier.allow_changes or []
     limit_mb = task.config.environment.storage_mb
     if limit_mb:
         # The watchdog polls; a burst written just before the agent ended is caught here.
@@ -398,9 +411,48 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
             return _failed("storage_exceeded", f"the sandbox wrote {used / 2**20:.0f} MB, above the task's "
                            f"storage limit of {limit_mb} MB", started, integrity=report)
     run = _TestRun(task)
+    live = isolation == "live" and not apart
+    if live:
+        # Invariant 1 cannot hold: the tests run beside the agent's processes by the task's design.
+        report.shares_with = ["the agent's own container (isolation = \"live\")"]
+        cwd = task.workdir or getattr(getattr(sbx, "_sandbox", sbx), "working_dir", None)
+        outcome, left, files = await run.in_live(container, cwd)
+        await _blame_start(run, outcome, container, task)
+        report.survivors = left
+        return _finish(task, run, outcome, files, report, mode, started)
+    # Invariant 1: from here until the test run has ended no process of the agent's runs.
+    async with _agent_frozen(container):
+        peers = [] if apart or isolation == "fresh" else await asyncio.to_thread(snapshot.network_peers, container)
+        if peers:
+            report.shares_with = [f"{p} (shares the agent's network namespace)" for p in peers]
+        return await _frozen_run(task, run, report, mode, started, container, apart, bool(peers), keep_evidence,
+                                 boundary)
+
+
+@contextlib.asynccontextmanager
+async def _agent_frozen(container: str) -> AsyncIterator[None]:
+    from rsr.verify import snapshot
+
+    frozen = snapshot.agent_frozen(container)
+    await asyncio.to_thread(frozen.__enter__)
+    try:
+        yield
+    finally:
+        await asyncio.to_thread(frozen.__exit__, None, None, None)
+
+
+async def _frozen_run(task: LoadedTask, run: _TestRun, report: IntegrityReport, mode: Literal["strict", "warn"],
+                      started: float, container: str, apart: bool, join: bool, keep_evidence: bool,
+                      boundary: bool) -> VerifierResult:
+    """The verification of a frozen agent container (see _verify_engine)."""
+    from rsr.sandbox import engine
+    from rsr.verify import deliverables, inferred, integrity, separate, snapshot
+
+    allow = task.config.verifier.allow_changes or []
+    limit_mb = task.config.environment.storage_mb
 
     async def live_audit() -> integrity.AuditReport:
-        """The fallback and live modes' audit: the agent container's changes as they are now."""
+        """The fallback mode's audit: the agent container's changes as they are now."""
         if apart:
             return integrity.AuditReport()  # the agent's filesystem is not what the tests run on
         t0 = time.monotonic()
@@ -414,18 +466,17 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         return found
 
     async def run_elsewhere() -> tuple[Any, list[str], dict[str, bytes | None] | str]:
-        if isolation == "live" and not apart:
-            return await run.in_live(container, task.workdir or getattr(getattr(sbx, "_sandbox", sbx),
-                                                                        "working_dir", None))
         async with _bootstrap(container, "the verification container could not be started"):
             if apart:
-                snap = await asyncio.to_thread(separate.create, container, task)
+                report.hardened = report.mode == "strict"
+                snap = await asyncio.to_thread(separate.create, container, task, report.hardened, run.probe)
             else:
-                snap = await asyncio.to_thread(snapshot.create, container, task, isolation == "snapshot")
+                snap = await asyncio.to_thread(snapshot.create, container, task, join)
+        report.notes.extend(snap.notes)
         return await run.in_snapshot(snap)
 
     carried = None
-    if boundary and not apart and isolation != "live":
+    if boundary and not apart:
         try:
             plan = deliverables.plan_for(mode, task.workdir or await asyncio.to_thread(_working_dir, container),
                                          task.config.verifier.allow_changes, inferred_for(task, mode))
@@ -445,8 +496,7 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
             report.notes.append(f"{e}: the tests run on a commit of the agent's container, audited live")
     if carried is not None:
         try:
-            audit_result, outcome, left, files = await _check_carried(task, carried, report, run, container,
-                                                                      isolation == "snapshot")
+            audit_result, outcome, left, files = await _check_carried(task, carried, report, run, container, join)
         except BaseException:
             carried.discard()
             raise
@@ -454,6 +504,9 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         if report.trust == "none":
             report.trust = "audited" if mode == "strict" else "harbor"
         audit_result, (outcome, left, files) = await asyncio.gather(live_audit(), run_elsewhere())
+        if not apart:
+            # A commit of the agent's container: no pristine container was probed beforehand.
+            await _blame_start(run, outcome, container, task)
     report.paths, report.allowed, report.survivors = audit_result.suspicious, audit_result.allowed, left
     judged = _finish(task, run, outcome, files, report, mode, started)
     if carried is not None:
@@ -462,6 +515,65 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
         else:
             carried.discard()
     return judged
+
+
+def probe_start(container: str, cwd: str | None, user: str | None) -> None:
+    """Whether `/bin/bash` starts in `cwd` as `user` in `container` (a pristine one); raises
+    VerifierBootstrapError with the runtime's or the shell's words when it does not."""
+    from rsr.sandbox import engine
+
+    outcome = engine.run_exec(container, ["/bin/bash", "-c", "exit 0"], cwd=cwd, user=user, timeout=60)
+    if outcome.returncode != 0:
+        said = (outcome.stdout + outcome.stderr).decode("utf-8", errors="replace").strip()[:500]
+        raise VerifierBootstrapError(f"the tests cannot start in the task's pristine image (exit "
+                                     f"{outcome.returncode}): {said}")
+
+
+_PRISTINE_STARTS: dict[tuple[str, str | None, str | None], str | None] = {}
+
+
+def pristine_starts(image: str, cwd: str | None, user: str | None) -> str | None:
+    """For the modes without a pristine container of their own (live isolation, the commit
+    fallback): None when test.sh can start in a fresh container of `image` (no network), else
+    why not. Asked only after a run could not start; once per image per process."""
+    from rsr.sandbox import engine
+
+    key = (image, cwd, user)
+    if key not in _PRISTINE_STARTS:
+        api = engine.api()
+        created = api.create_container(image, command=snapshot_keepalive(), entrypoint=[], labels={
+            engine.LABEL_SANDBOX: "rsr-verify", engine.LABEL_OWNER: str(os.getpid()), engine.LABEL_ROLE: "probe"},
+            host_config=api.create_host_config(network_mode="none"))
+        try:
+            api.start(created["Id"])
+            probe_start(created["Id"], cwd, user)
+            _PRISTINE_STARTS[key] = None
+        except VerifierBootstrapError as e:
+            _PRISTINE_STARTS[key] = str(e)
+        finally:
+            engine.remove_container(created["Id"])
+    return _PRISTINE_STARTS[key]
+
+
+def snapshot_keepalive() -> list[str]:
+    from rsr.verify.snapshot import KEEPALIVE
+
+    return KEEPALIVE
+
+
+async def _blame_start(run: _TestRun, outcome: Any, container: str, task: LoadedTask) -> None:
+    """Invariant 4 where no pristine container was probed before the run: a test.sh that could
+    not start is an infrastructure error only if it cannot start in the pristine image either."""
+    output = (outcome.stdout + outcome.stderr).decode("utf-8", errors="replace")
+    if not could_not_start(outcome.returncode, output):
+        return
+    from rsr.sandbox import engine
+
+    info = await asyncio.to_thread(engine.api().inspect_container, container)
+    why = await asyncio.to_thread(pristine_starts, info["Config"]["Image"],
+                                  task.workdir or info["Config"].get("WorkingDir") or None, run.user)
+    if why is not None:
+        raise VerifierBootstrapError(why)
 
 
 def _escape(path: str) -> str:
@@ -517,10 +629,10 @@ def _finish(task: LoadedTask, run: _TestRun, outcome: Any, files: dict[str, byte
                        report, False)
     result, warnings = _scored(task, files.get("reward.txt"), files.get("reward.json"), mode, outcome.returncode,
                                output, started)
-    if result.error == "missing_reward" and not report.paths and could_not_start(outcome.returncode, output):
-        result = result.model_copy(update={
-            "error": VERIFIER_BOOTSTRAP,
-            "explanation": f"the tests could not be started (exit {outcome.returncode}): {output.strip()[:500]}"})
+    if result.error == "missing_reward" and could_not_start(outcome.returncode, output):
+        # The pristine image starts the tests (probed before the agent's changes, invariant 4):
+        # what stops them now is the agent's doing, a scored failure.
+        report.notes.append("test.sh could not start on the agent's result (it starts on the pristine image)")
     report.notes.extend(warnings)
     return _judged(result, report, result.passed)
 
@@ -591,6 +703,9 @@ def _record_reward_files(txt: bytes | None, js: bytes | None) -> None:
 def _judged(result: VerifierResult, report: IntegrityReport, passed: bool) -> VerifierResult:
     """Apply the integrity rules to a result (see IntegrityReport.mode)."""
     problems: list[str] = []
+    if report.shares_with and report.mode == "strict":
+        # Invariant 1 cannot hold for this task: strict refuses to vouch for a pass, and says why.
+        problems.append("the test run shares a namespace with live processes: " + "; ".join(report.shares_with))
     if report.paths:
         problems.append("the agent changed files the tests rely on: " + "; ".join(report.paths[:20]))
     if report.survivors:
@@ -610,7 +725,7 @@ def _judged(result: VerifierResult, report: IntegrityReport, passed: bool) -> Ve
         report.notes.extend(problems)
         result.integrity = report
         return result
-    if report.survivors and not report.paths:
+    if (report.survivors or report.shares_with) and not report.paths:
         # Live state, not a forgery: an honest deliverable (a terminal session, a server the tests
         # started) can outlive the tests as well as a keeper can. Strict mode cannot carry it: a
         # pass is not verifiable; a failure stands as the tests' own.

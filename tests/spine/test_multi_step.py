@@ -80,10 +80,12 @@ def _steps(*rewards: dict[str, float] | None) -> list[StepRecord]:
     return [StepRecord(name=f"s{i}", rewards=r) for i, r in enumerate(rewards)]
 
 
-def test_trial_rewards_does_average_per_key_over_steps_with_results() -> None:
-    # Harbor: a key a step lacks counts 0; a step without a verifier result is left out.
+def test_trial_rewards_does_average_per_key_with_one_term_per_declared_step() -> None:
+    # A key a step lacks counts 0, and so does a step without a verifier result (Harbor leaves
+    # that one out: rsr does not, invariant 5) and a declared step the trial never reached.
     assert trial_rewards(_steps({"reward": 1}, {"reward": 0.5, "extra": 1}, None), "mean") == {
-        "extra": 0.5, "reward": 0.75}
+        "extra": 1 / 3, "reward": 0.5}
+    assert trial_rewards(_steps({"reward": 1}), "mean", declared=2) == {"reward": 0.5}
     assert trial_rewards(_steps(None), "mean") is None
     assert trial_rewards(_steps({}), "mean") is None
 
