@@ -77,14 +77,23 @@ def _clean(output: str) -> str:
     return _ANSI.sub("", output).replace("\r\n", "\n").replace("\r", "\n")
 
 
+_FINAL = re.compile(r"^=+ .*\b(passed|failed|error|errors|skipped|xfailed|xpassed|deselected|no tests ran)\b.* =+$")
+
+
 def pytest_results(output: str) -> list[TB1TestResult] | None:
-    """Results listed in the short test summary, or None when there is no summary section."""
+    """Results listed in the short test summary, or None when there is no summary section.
+
+    The section ends at pytest's closing line (`=== 1 failed, 2 passed in 0.1s ===`): what follows
+    it is not pytest's. A test listed twice counts by its worst status (a line written later by
+    something else cannot turn a failure into a pass)."""
     parts = _SUMMARY.split(_clean(output), maxsplit=1)
     if len(parts) < 2:
         return None
     results: dict[str, TB1TestResult] = {}
     for raw in parts[1].splitlines():
         line = raw.strip()
+        if _FINAL.match(line):
+            break
         word, _, rest = line.partition(" ")
         status = _STATUSES.get(word.strip(":"))
         if status is None or not rest.strip():
@@ -94,7 +103,7 @@ def pytest_results(output: str) -> list[TB1TestResult] | None:
             # `FAILED tests/test_x.py::test_y - AssertionError: ...`: the reason is not the name.
             target = target.split(" - ", 1)[0].strip()
         name = target.split("::", 1)[-1].strip()
-        if name:
+        if name and (name not in results or results[name].passed):
             results[name] = TB1TestResult(name=name, status=status, passed=status in _PASSING)  # type: ignore[arg-type]
     return list(results.values())
 
