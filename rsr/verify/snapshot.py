@@ -318,6 +318,26 @@ def agent_frozen(container: str | None) -> Iterator[None]:
                 pass
 
 
+def listening_ports(container: str) -> list[str]:
+    """TCP ports listening in the container's network namespace ('tcp 8080'), from the host's
+    /proc: services the agent left running, which strict mode does not carry to the tests."""
+    try:
+        pid = int(engine.api().inspect_container(container)["State"].get("Pid") or 0)
+    except (APIError, NotFound):
+        return []
+    found: set[str] = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == "0A":  # LISTEN
+                found.add(f"tcp {int(fields[1].rsplit(':', 1)[1], 16)}")
+    return sorted(found)
+
+
 def network_peers(agent_container: str) -> list[str]:
     """Other containers living in the agent container's network namespace (a compose task's
     sidecars join it): services the tests may need, which a verification container can reach

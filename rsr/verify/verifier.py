@@ -412,21 +412,36 @@ async def _verify_engine(task: LoadedTask, sbx: Any, container: str, started: fl
                            f"storage limit of {limit_mb} MB", started, integrity=report)
     run = _TestRun(task)
     live = isolation == "live" and not apart
+    strict = mode == "strict"
+    join = False
+    listeners: list[str] = []
     if live:
         # Invariant 1 cannot hold: the tests run beside the agent's processes by the task's design.
         report.shares_with = ["the agent's own container (isolation = \"live\")"]
-        cwd = task.workdir or getattr(getattr(sbx, "_sandbox", sbx), "working_dir", None)
-        outcome, left, files = await run.in_live(container, cwd)
-        await _blame_start(run, outcome, container, task)
-        report.survivors = left
-        return _finish(task, run, outcome, files, report, mode, started)
-    # Invariant 1: from here until the test run has ended no process of the agent's runs.
-    async with _agent_frozen(container):
+    elif strict:
+        # A compose task's sidecars live in the agent's network namespace: the tests can reach
+        # them only by joining it, and then share it with live processes (refused under strict).
         peers = [] if apart or isolation == "fresh" else await asyncio.to_thread(snapshot.network_peers, container)
-        if peers:
-            report.shares_with = [f"{p} (shares the agent's network namespace)" for p in peers]
-        return await _frozen_run(task, run, report, mode, started, container, apart, bool(peers), keep_evidence,
-                                 boundary)
+        report.shares_with = [f"{p} (shares the agent's network namespace)" for p in peers]
+        join = bool(peers)
+        listeners = await asyncio.to_thread(snapshot.listening_ports, container)
+    else:
+        # warn: Harbor's semantics, the agent's processes stay alive and a server it left answers
+        # on localhost; invariants 2, 4 and 5 hold all the same.
+        join = isolation == "snapshot" and not apart
+    # Invariant 1 (strict): from here until the test run has ended no process of the agent's runs.
+    async with _agent_frozen(container if strict and not live else None):
+        judged = await _frozen_run(task, run, report, mode, started, container, apart, join, keep_evidence,
+                                   boundary, live, sbx)
+    if listeners and not judged.passed and judged.integrity is not None and judged.integrity.verdict == "clean":
+        # The agent left services listening: strict ran the tests without them (invariant 1). If
+        # the tests need them, this task cannot be verified under strict: say so with the failure.
+        judged.integrity.verdict = "live-state"
+        judged.integrity.notes.append(
+            "not verifiable under strict if the tests need the services the agent left listening ("
+            + ", ".join(listeners) + "): strict runs the tests with every agent process frozen and no shared "
+            "network; -T integrity=warn runs them beside the live services, as Harbor does")
+    return judged
 
 
 @contextlib.asynccontextmanager
@@ -443,8 +458,8 @@ async def _agent_frozen(container: str) -> AsyncIterator[None]:
 
 async def _frozen_run(task: LoadedTask, run: _TestRun, report: IntegrityReport, mode: Literal["strict", "warn"],
                       started: float, container: str, apart: bool, join: bool, keep_evidence: bool,
-                      boundary: bool) -> VerifierResult:
-    """The verification of a frozen agent container (see _verify_engine)."""
+                      boundary: bool, live: bool, sbx: Any) -> VerifierResult:
+    """The verification proper, once the agent's container is frozen (strict; see _verify_engine)."""
     from rsr.sandbox import engine
     from rsr.verify import deliverables, inferred, integrity, separate, snapshot
 
@@ -452,7 +467,7 @@ async def _frozen_run(task: LoadedTask, run: _TestRun, report: IntegrityReport, 
     limit_mb = task.config.environment.storage_mb
 
     async def live_audit() -> integrity.AuditReport:
-        """The fallback mode's audit: the agent container's changes as they are now."""
+        """The fallback and live modes' audit: the agent container's changes as they are now."""
         if apart:
             return integrity.AuditReport()  # the agent's filesystem is not what the tests run on
         t0 = time.monotonic()
@@ -466,6 +481,9 @@ async def _frozen_run(task: LoadedTask, run: _TestRun, report: IntegrityReport, 
         return found
 
     async def run_elsewhere() -> tuple[Any, list[str], dict[str, bytes | None] | str]:
+        if live:
+            return await run.in_live(container, task.workdir or getattr(getattr(sbx, "_sandbox", sbx),
+                                                                        "working_dir", None))
         async with _bootstrap(container, "the verification container could not be started"):
             if apart:
                 report.hardened = report.mode == "strict"
@@ -476,7 +494,7 @@ async def _frozen_run(task: LoadedTask, run: _TestRun, report: IntegrityReport, 
         return await run.in_snapshot(snap)
 
     carried = None
-    if boundary and not apart:
+    if boundary and not apart and not live:
         try:
             plan = deliverables.plan_for(mode, task.workdir or await asyncio.to_thread(_working_dir, container),
                                          task.config.verifier.allow_changes, inferred_for(task, mode))

@@ -248,8 +248,8 @@ ATTACKS: list[Attack] = [
     Attack("leftover-reward-writer", 1, "hello-world", leftover(KEEP_REWARD)),
     Attack("leftover-rewrites-test-files", 1, "hello-world", leftover(REWRITE_TEST_PY)),
     Attack("leftover-rewrites-test-sh", 1, "hello-world", leftover(REWRITE_TEST_SH)),
-    Attack("leftover-rewrites-test-sh-live", 1, LIVE_TASK, leftover(REWRITE_TEST_SH),
-           known_limit="live isolation runs the tests beside the agent's processes (as Harbor does)"),
+    # Live isolation runs the tests beside the agent's processes (as Harbor does): strict refuses the pass.
+    Attack("leftover-rewrites-test-sh-live", 1, LIVE_TASK, leftover(REWRITE_TEST_SH), also=("live_state",)),
     # 2. shadowed or replaced tooling, start-up hooks, preloads
     *_stub_attacks(),
     Attack("pth-hook", 2, "hello-world",

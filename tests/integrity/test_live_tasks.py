@@ -24,16 +24,18 @@ def test_live_tasks_declare_their_isolation() -> None:
     assert isolation == {"http-service": "snapshot", "heartbeat-daemon": "live"}
 
 
-def run(solver: Any, tmp_path: Path) -> dict[str, Any]:
-    logs = inspect_eval(tasks_task("live", LIVE, None, None), solver=solver, model="mockllm/model",
-                        display="none", log_dir=str(tmp_path))
+def run(solver: Any, tmp_path: Path, integrity: str = "auto") -> dict[str, Any]:
+    logs = inspect_eval(tasks_task("live", LIVE, None, None, integrity=integrity), solver=solver,
+                        model="mockllm/model", display="none", log_dir=str(tmp_path))
     assert logs[0].status == "success", logs[0].error
     return {str(s.id): s for s in logs[0].samples or []}
 
 
 @pytest.mark.docker
 def test_live_tasks_pass_with_their_reference_solution_and_fail_under_null(tmp_path: Path) -> None:
-    solved = run(oracle(), tmp_path / "oracle")
+    # warn: the tests run beside the live deliverable, as Harbor runs them (under strict no agent
+    # process may live while the tests run, so strict refuses these passes: test_verifier_attacks).
+    solved = run(oracle(), tmp_path / "oracle", integrity="warn")
     idle = run(null(), tmp_path / "null")
     assert set(solved) == set(idle) == {"http-service", "heartbeat-daemon"}
     declared = {"http-service": "snapshot", "heartbeat-daemon": "live"}

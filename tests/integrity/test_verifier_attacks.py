@@ -61,6 +61,12 @@ def assert_defeated(sample: Any, attack: Attack) -> dict[str, Any]:
 @pytest.mark.parametrize("task", CONTROL_TASKS)
 def test_oracle_control_passes_under_strict_integrity(attacked: dict[str, Any], task: str) -> None:
     value, meta = verdict(attacked[f"{task}@{ORACLE}"])
+    if task == LIVE_TASK:
+        # The tests run beside the agent's processes by the task's design: "no agent process when
+        # the tests start" cannot hold, so strict refuses the pass and says why (never weakened).
+        assert value["passed"] == 0 and meta["error"] == "live_state", meta
+        assert meta["integrity"]["verdict"] == "live-state" and "isolation" in meta["integrity"]["shares_with"][0]
+        return
     assert value["passed"] == 1, meta
     assert meta["error"] is None and meta["integrity"]["mode"] == "strict"
     assert not meta["integrity"].get("paths") and not meta["integrity"].get("survivors")

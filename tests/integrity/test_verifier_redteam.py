@@ -46,6 +46,12 @@ def controls() -> list[Any]:
 @pytest.mark.parametrize("task", controls())
 def test_honest_control_passes_beside_the_red_team(attacked: dict[str, Any], task: str) -> None:
     value, meta = verdict(attacked[f"{task}@{ORACLE}"])
+    if task == "http-service":
+        # Its tests query the service the agent left running: strict runs them with every agent
+        # process frozen and no shared network (invariant 1), so it cannot vouch, and says why.
+        assert value["passed"] == 0 and meta["integrity"]["verdict"] == "live-state", meta["integrity"]
+        assert any("tcp 8080" in n and "integrity=warn" in n for n in meta["integrity"]["notes"]), meta["integrity"]
+        return
     assert value["passed"] == 1, meta
     assert meta["error"] is None and meta["integrity"]["mode"] == "strict"
     assert meta["integrity"]["verdict"] == "clean", meta["integrity"]
