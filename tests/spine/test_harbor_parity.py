@@ -108,6 +108,11 @@ KNOWN_DIFFERENCES: dict[str, str] = {
                        "tests into the agent's own container",
 }
 
+# Multi-step trials whose mean rsr takes over every declared step (invariant 5, README: Verifier):
+# Harbor leaves a step without rewards, or one never reached, out of the mean. The per-step
+# rewards must still agree; the trial's are checked against rsr's own rule below.
+MEAN_OVER_DECLARED_STEPS = {"steps-gated", "steps-setup"}
+
 
 def _solve(extra: str = "") -> str:
     return PROBE_FN + "rsr_probe agent > /tmp/agent-probe.txt\n" + extra
@@ -432,11 +437,13 @@ def run_rsr(root: Path, workdir: Path, agent: Any = oracle,
     return out
 
 
-def compare(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
+def compare(ours: dict[str, Any], theirs: dict[str, Any], name: str = "") -> list[str]:
     """Field-level differences of one task (known ones excluded)."""
     diffs = []
     # No rewards at all (a trial whose verifier never returned): Harbor None, rsr an empty dict.
-    if (ours["rewards"] or None) != (theirs["rewards"] or None):
+    if name in MEAN_OVER_DECLARED_STEPS:
+        pass  # see MEAN_OVER_DECLARED_STEPS
+    elif (ours["rewards"] or None) != (theirs["rewards"] or None):
         diffs.append(f"rewards: rsr {ours['rewards']} vs Harbor {theirs['rewards']}")
     if ours["steps"] != theirs["steps"]:
         diffs.append(f"steps: rsr {ours['steps']} vs Harbor {theirs['steps']}")
@@ -501,7 +508,7 @@ def test_harbor_and_rsr_oracles_agree_on_every_task(parity: dict[str, Any], caps
             table.append(f"{name:<26} Harbor failed: {last}")
             failures.append(f"{name}: Harbor failed: {last}")
             continue
-        diffs = compare(ours, theirs)
+        diffs = compare(ours, theirs, name)
         steps = f" steps rsr={ours['steps']} harbor={theirs['steps']}" if ours["steps"] or theirs["steps"] else ""
         table.append(f"{name:<26} reward rsr={ours['rewards']} harbor={theirs['rewards']}{steps} "
                      f"{'same' if not diffs else '; '.join(diffs)}")
@@ -528,7 +535,7 @@ def test_harbor_and_rsr_null_agents_agree_on_multi_step_tasks(parity: dict[str, 
     for name in parity["stepped"]:
         ours, theirs = parity["ours_null"].get(name), parity["theirs_nop"].get(name)
         assert ours is not None and theirs is not None, f"{name}: rsr {ours is not None}, Harbor {theirs is not None}"
-        diffs = compare(ours, theirs)
+        diffs = compare(ours, theirs, name)
         table.append(f"{name:<16} null: rsr={ours['rewards']} steps={ours['steps']} "
                      f"harbor={theirs['rewards']} steps={theirs['steps']} {'same' if not diffs else '; '.join(diffs)}")
         failures += [f"{name}: {d}" for d in diffs]
@@ -541,13 +548,14 @@ def test_multi_step_rewards_follow_the_tasks_own_rules(parity: dict[str, Any]) -
     # Not only equal to Harbor: what each task was written to exercise.
     gated = parity["ours"]["steps-gated"]
     assert [s["name"] for s in gated["steps"]] == ["a", "b"]  # b's min_reward stopped the trial
-    assert gated["rewards"] == {"reward": 0.75, "exists": 0.5}  # mean, a missing key counting 0
+    # mean over the 3 declared steps (c never ran: a 0 term), a missing key counting 0
+    assert gated["rewards"] == pytest.approx({"reward": 0.5, "exists": 1 / 3})
     assert parity["ours"]["two-steps"]["rewards"] == {"reward": 1.0}  # final
     assert [s["rewards"] for s in parity["ours"]["steps-no-reward"]["steps"]] == [None]
     assert [s["rewards"] for s in parity["ours"]["steps-separate"]["steps"]] == [{"reward": 1.0}, {"reward": 1.0}]
     assert parity["ours"]["steps-setup"]["steps"] == [{"name": "ready", "rewards": {"reward": 1.0}},
                                                       {"name": "broken", "rewards": None}]
-    assert parity["ours"]["steps-setup"]["rewards"] == {"reward": 1.0}
+    assert parity["ours"]["steps-setup"]["rewards"] == {"reward": 0.5}  # the broken step is a 0 term
     assert sorted(parity["ours"]["artifacts"]["artifacts"]) == [
         "app/report.txt", "logs/artifacts/pub.txt", "out/hook.txt", "out/keep.txt"]
 
