@@ -224,17 +224,14 @@ def _exit_watch(exec_id: str) -> int | None:
             return None
         pid = int(info.get("Pid") or 0)
         if pid > 0:
+            # (A pid reused between the inspect and the open would only be waited on until the
+            # run's deadline: the kernel recycles pids too slowly for that to happen in practice.)
             try:
-                fd = os.pidfd_open(pid)
+                return os.pidfd_open(pid)
             except ProcessLookupError:
                 return -1
             except OSError:
                 return None
-            # The pid may have been reused between the inspect and the open: ask again.
-            if api().exec_inspect(exec_id).get("Running"):
-                return fd
-            os.close(fd)
-            return -1
         if info.get("ExitCode") is not None and not info.get("Running"):
             return -1
         time.sleep(0.005)
@@ -300,6 +297,25 @@ def tar_of(files: dict[str, bytes], mode: int = 0o644, uid: int = 0, gid: int = 
             info.mtime = int(time.time())
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
+
+
+def stat_path(container: str, path: str) -> dict[str, Any] | None:
+    """The engine's stat of a path in a container (name, size, mode, linkTarget; a created or
+    stopped container too), None when it does not exist: one HEAD request, no command run."""
+    engine = api()
+    try:
+        res = engine.head(engine._url("/containers/{0}/archive", container), params={"path": path})
+    except APIError:
+        return None
+    if res.status_code != 200:
+        return None
+    raw = res.headers.get("X-Docker-Container-Path-Stat")
+    if not raw:
+        return {}
+    import base64
+    import json
+
+    return json.loads(base64.b64decode(raw))
 
 
 def put_archive(container: str, archive: bytes, path: str = "/") -> None:
