@@ -1,12 +1,17 @@
 """A verification container: the agent's final filesystem, none of its processes.
 
-The agent's container is committed to a throwaway image and a fresh container is started from
-it. It joins the agent container's network namespace, so servers the agent left running stay
-reachable on localhost, but it has its own PID and mount namespaces: no agent process can see
-or touch the tests. `/tests` and `/logs/verifier` are per-sample host directories
-that rsr creates, so test files go in and the reward comes out without any command of the
-container's (whose `tar`, `cat` or `sh` the agent may have replaced) and without anything the
-agent left at those paths.
+The agent's container is committed to a throwaway image (or, on the deliverables path, its
+pristine image gets the agent's kept changes) and a fresh container is started from it, with
+its own PID and mount namespaces. Under strict it has a network of its own as well, and joins
+the agent container's network namespace only to reach a compose task's sidecars (then strict
+refuses to vouch); under warn it joins it, so servers the agent left running stay reachable on
+localhost. `/tests` and `/logs/verifier` are per-sample host directories that rsr creates, so
+test files go in and the reward comes out without any command of the container's (whose `tar`,
+`cat` or `sh` the agent may have replaced) and without anything the agent left at those paths.
+
+Two of the verifier's runtime invariants are enforced here (README, "Verifier: the contract"):
+`agent_frozen` (1: no agent process runs while the tests do) and `RunEnd` (2: the test run ends
+when test.sh exits).
 """
 
 from __future__ import annotations

@@ -5,16 +5,29 @@ the sandbox) and the RSR factory all share one implementation. Every failure mod
 tests (timeout, crash, missing or malformed reward file) becomes a failed result with a
 clear explanation, never an exception.
 
-Who is to blame when no reward comes out (the rule, after Harbor 0.26, whose trial error policy
-grades a missing reward file as a failure but retries, ungraded, a tests upload that failed):
-- the tests ran (test.sh started, whatever its exit status) and wrote no reward, or a malformed
-  one: the agent's failure (`missing_reward`, `malformed_reward`), as in Harbor;
+The runtime invariants (README, "Verifier: the contract"), each enforced at one point every
+verification passes through:
+1. no agent process exists when the tests start (strict): `_verify_engine` holds the agent's
+   container frozen (`rsr.verify.snapshot.agent_frozen`) around everything from the capture of
+   its changes to the end of the test run, and gives the verification container no namespace of
+   the agent's; where that cannot hold (live isolation, sidecars in the agent's network) the
+   pass is refused (`IntegrityReport.shares_with`, verdict live-state);
+2. the test run ends when test.sh exits: `_TestRun.in_snapshot`, through which every run in a
+   verification container goes, hands `rsr.verify.snapshot.RunEnd` to the engine's exit watch;
+4. who is to blame when the tests cannot start, decided from the pristine image: `_TestRun.probe`
+   on the pristine verification container before any change of the agent's is applied (or, for
+   the modes without one, `pristine_starts` on a fresh container of the image, asked afterwards).
+
+Who is to blame when no reward comes out (after Harbor 0.26, whose trial error policy grades a
+missing reward file as a failure but retries, ungraded, a tests upload that failed):
 - the tests could not be put in place (staging, upload, the verification container refused
-  while the agent's container is still up), or test.sh could not be started at all (the
-  image has no /bin/bash, /tests/test.sh is absent: exit 126/127 with the shell's or the
-  runtime's "cannot run" message, no reward, and no change of the agent's that the tests rely
-  on): an infrastructure failure (`verifier_bootstrap`), which the scorer reports as an infra
-  error of kind "verifier" (rsr.sandbox.infra) rather than as the agent's.
+  while the agent's container is still up), or cannot start on the pristine image (no
+  /bin/bash, no working directory, an unknown user): an infrastructure failure
+  (`verifier_bootstrap`), which the scorer reports as an infra error of kind "verifier"
+  (rsr.sandbox.infra) rather than as the agent's;
+- anything after that, test.sh unable to start on what the agent left (it deleted the working
+  directory) included, is the agent's failure (`missing_reward`, `malformed_reward`), scored in
+  every denominator.
 """
 
 from __future__ import annotations
