@@ -198,18 +198,29 @@ class RunEnd:
         except (APIError, NotFound):
             self.init_pid = 0
         self.freezer = _freezer(self.init_pid)
+        # Opened now, so that at the exit the freeze is a single write.
+        self._freeze_fd: int | None = None
+        if self.freezer is not None:
+            try:
+                self._freeze_fd = os.open(self.freezer[0], os.O_WRONLY)
+            except OSError:
+                self.freezer = None
 
     def __call__(self) -> None:
         if self.survivors is not None:
             return
         pids: list[int] = []
-        if self.freezer is not None:
+        if self.freezer is not None and self._freeze_fd is not None:
             state, procs = self.freezer
             try:
-                _freeze(state)
+                os.write(self._freeze_fd, b"FROZEN" if state.name == "freezer.state" else b"1")
+                _frozen_wait(state)
                 pids = _cgroup_pids(procs)
             except OSError:
                 self.freezer = None
+            finally:
+                os.close(self._freeze_fd)
+                self._freeze_fd = None
         if self.freezer is None and self.init_pid > 0:
             pids = _namespace_pids(self.init_pid)
         self.survivors = [cmd for pid in pids if pid != self.init_pid and (cmd := _cmdline(pid))]
@@ -253,9 +264,8 @@ def _freezer(pid: int) -> tuple[Path, Path] | None:
     return None
 
 
-def _freeze(state: Path) -> None:
+def _frozen_wait(state: Path) -> None:
     v1 = state.name == "freezer.state"
-    state.write_text("FROZEN" if v1 else "1")
     # Freezing completes asynchronously; the list is read once nothing can fork any more.
     for _ in range(200):
         if v1 and state.read_text().strip() == "FROZEN":
