@@ -396,6 +396,8 @@ async def verify_changes(task: LoadedTask, changes: Any, *, integrity: Integrity
     try:
         audit_result, outcome, left, files = await _check_carried(task, changes, report, run, network_container,
                                                                   network_container is not None)
+    except VerifierBootstrapError as e:
+        return _failed(VERIFIER_BOOTSTRAP, str(e), started, integrity=report)
     except Exception as e:  # noqa: BLE001 - a regrade reports, it does not crash
         return _failed("sandbox_error", f"the verification container failed: {type(e).__name__}: {e}", started,
                        integrity=report)
