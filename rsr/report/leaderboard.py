@@ -692,7 +692,7 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
                         f"{len(manifest.samples)} samples have none: run through `rsr eval run` or with "
                         "-T evidence=true")
     elif (regrade if regrade is not None else must) and not problems:
-        verdict = regrade_verdict(path, log)
+        verdict = regrade_verdict(path, log, required="strict" if board.config.integrity == "strict" else None)
         if verdict.status != "reproduced":
             problems.extend(f"regrade: {p}" for p in verdict.problems)
     if board.config.require_clean_review:
@@ -710,13 +710,14 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
                         regrade=verdict)
 
 
-def regrade_verdict(path: Path, log: Any = None) -> RegradeVerdict:
+def regrade_verdict(path: Path, log: Any = None, required: Literal["strict"] | None = None) -> RegradeVerdict:
     """Regrade a log from its bundles (rsr.verify.regrade) and summarise it for an entry
-    (`log`: the log at `path`, already read)."""
+    (`log`: the log at `path`, already read; `required`: the board's integrity mode, which the
+    regrade judges under whatever the bundles say)."""
     from rsr import __version__ as rsr_version
     from rsr.verify.regrade import regrade_log
 
-    report = regrade_log(path, log=log)
+    report = regrade_log(path, log=log, required=required)
     return RegradeVerdict(status="reproduced" if report.ok else "disagrees",
                           checked=datetime.now(UTC).strftime("%Y-%m-%d"), verifier=rsr_version,
                           samples=len(report.samples), reproduced=report.reproduced,
