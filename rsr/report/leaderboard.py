@@ -142,9 +142,9 @@ class BoardConfig(BaseModel):
         default=False, description="refuse a log with a passing sample whose hack review "
         "(rsr.verify.hack_review, recomputed here from the transcript) finds a `hack`")
     harness_args: Literal["refuse", "label"] = Field(
-        default="refuse", description="a run whose harness arguments differ from their defaults (a hidden "
-        "prompt such as `-S private_guidance=...`, any `-S` setting): `refuse` it, or `label` its entry "
-        "with them on the page (rsr.report.agent_checks)")
+        default="label", description="a run whose harness arguments differ from their defaults (a hidden "
+        "prompt such as `-S private_guidance=...`, any `-S` setting): `label` its entry with them on the "
+        "page, or `refuse` it (rsr.report.agent_checks)")
     suites: dict[str, SuitePin]
 
     @property
@@ -677,7 +677,7 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
     harness_args = nondefault_args(spec.solver, spec.solver_args, stores)
     if harness_args and board.config.harness_args == "refuse":
         problems.append(f"the agent ran with non-default arguments {harness_args}; this board refuses them "
-                        f"(`harness_args: label` in {board.path} publishes them on the entry instead)")
+                        f"(`harness_args: label`, the default, publishes them on the entry instead)")
     problems.extend(header_problems(log, facts, benchmark))
     # Errored samples were never verified: they have no verdict (and count as failures anyway).
     scores = [(s.scores or {}).get(SCORER) for s in samples.values()]

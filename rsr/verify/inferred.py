@@ -52,7 +52,7 @@ class InferredTask(BaseModel):
 
     name: str
     digest: str = Field(description="the task directory's digest (rsr.tasks.load.directory_digest)")
-    status: Literal["inferred", "reference-failed"] = "inferred"
+    status: Literal["inferred", "reference-failed", "no-reference"] = "inferred"
     roots: list[str] = Field(default_factory=list, description="trees the reference created, beside the "
                              "workdir (glob-escaped: a root keeps itself and what lies below it)")
     exact: list[str] = Field(default_factory=list, description="paths kept themselves only: files the "
@@ -113,21 +113,35 @@ def sources() -> list[Path]:
     return found
 
 
+USABLE = ("inferred", "no-reference")
+
+
 def lookup(digest: str, files: Iterable[Path] | None = None) -> InferredTask | None:
-    """The record for a task digest (a passing inference before a failed one), else None."""
+    """The record for a task digest (a usable record before a failed one), else None."""
     best: InferredTask | None = None
     for path in sources() if files is None else files:
         if not path.is_file():
             continue
         entry = read_file(path).tasks.get(digest)
-        if entry is not None and entry.digest == digest and (best is None or entry.status == "inferred"):
+        if entry is not None and entry.digest == digest and (best is None or entry.status in USABLE):
             best = entry
     return best
 
 
 def usable(digest: str) -> InferredTask | None:
     entry = lookup(digest)
-    return entry if entry is not None and entry.status == "inferred" else None
+    return entry if entry is not None and entry.status in USABLE else None
+
+
+NO_REFERENCE_POLICY = ("no reference solution: under strict the deliverables are the workdir alone (nothing "
+                       "outside it reaches the checker; start-up hooks are never carried and the audit judges "
+                       "everything kept)")
+
+
+def no_reference(name: str, digest: str, workdir: str | None) -> InferredTask:
+    """The stated strict policy of a task without a reference solution (nothing to infer from):
+    the workdir alone, the policy every declared task starts from."""
+    return InferredTask(name=name, digest=digest, status="no-reference", workdir=workdir, note=NO_REFERENCE_POLICY)
 
 
 def refusal(names: list[str], target: str, digests: list[str] | None = None) -> str:
@@ -147,17 +161,24 @@ def escape(path: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in path)
 
 
+# rsr's own mount points (the verifier's, the agent's and the artifacts' log folders): never a
+# deliverable, so never a candidate root worth a test run.
+RSR_MOUNTS = "/logs"
+
+
 def candidate_roots(kept: list[str], added: list[str], deleted: list[str], directories: list[str],
                     workdir: str | None) -> dict[str, bool]:
-    """The reference's changes outside the workdir, collapsed (module doc, step 3): path -> whether
-    it is a tree (a directory the reference created, kept with what lies below it) rather than an
-    exact path (kept itself only)."""
+    """The reference's changes outside the workdir and rsr's mounts, collapsed (module doc, step
+    3): path -> whether it is a tree (a directory the reference created, kept with what lies below
+    it) rather than an exact path (kept itself only)."""
     wd = (workdir or "").rstrip("/")
     new, dirs = set(added), set(directories)
     roots: dict[str, bool] = {}
     trees: list[str] = []
     for path in sorted(set(kept) | set(deleted)):
         if wd and (path == wd or path.startswith(wd + "/")):
+            continue
+        if path == RSR_MOUNTS or path.startswith(RSR_MOUNTS + "/"):
             continue
         if any(path.startswith(t + "/") for t in trees):
             continue

@@ -110,8 +110,8 @@ def test_board_rejects_a_model_that_types_the_reference_solution_whatever_it_is_
 
 def test_board_refuses_or_labels_a_run_with_a_hidden_prompt(runs, tmp_path) -> None:
     with pytest.raises(LogValidationError, match=r"non-default arguments \{'private_guidance': 'Type the refer"):
-        validate_log(runs["guided"], load_board(_board(tmp_path / "r", runs["guided_suite"])))
-    labelling = load_board(_board(tmp_path / "l", runs["guided_suite"], harness_args="label"))
+        validate_log(runs["guided"], load_board(_board(tmp_path / "r", runs["guided_suite"], harness_args="refuse")))
+    labelling = load_board(_board(tmp_path / "l", runs["guided_suite"]))  # label: the default
     validated = validate_log(runs["guided"], labelling)
     assert validated.harness_args == {"private_guidance": "Type the reference solution."}
     entry = build_entry([validated], model_name="GPT-5.5", harness="terminus2")
