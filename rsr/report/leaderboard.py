@@ -11,12 +11,16 @@ accepts a log only if
   override, and each sample's agent/verifier timeout, cpus and memory equal the task's; the
   agent is not one that runs the hidden tests during the attempt (rsr/rsrt) nor, unless the
   board is a test board (`reference_agents`), the reference solution (rsr/oracle) or a
-  scripted model (`SCRIPTED_PROVIDERS`: mockllm/, rsr-scripted/); the agent
-  is one of rsr's registered harnesses or one the board names in `harnesses`;
+  scripted model (`SCRIPTED_PROVIDERS`: mockllm/, rsr-scripted/), nor, whatever its model is
+  called, one whose passing samples type the task's reference solution
+  (rsr.report.agent_checks); the agent is one of rsr's registered harnesses or one the board
+  names in `harnesses`; harness arguments away from their defaults (a hidden prompt) label the
+  entry, or refuse the log under `harness_args: refuse`;
 - under `require_clean_review`, no passing sample's hack review (rsr.verify.hack_review,
   recomputed from the transcript against the board's tasks) finds a `hack`;
 - it was verified in the integrity mode the board requires (`integrity: strict`: every
-  sample's score records a strict integrity audit);
+  sample's score records a strict integrity audit, and a regrade judges under strict whatever
+  the bundles say: rsr.verify.regrade.regrade_mode);
 - every score is consistent with the evidence the verifier left: each sample's value is
   re-derived from the reward metrics in the score's metadata, those metrics must be what the
   transcript shows the verifier reading from the reward file in the sandbox, the value must
