@@ -169,11 +169,18 @@ async def infer_task(task: LoadedTask, container: str, max_trials: int = DEFAULT
         if not split:
             break
     untried = len(kept) if not budget() else 0
+    from rsr.verify.integrity import python_site_dirs
+
+    sites = await asyncio.to_thread(python_site_dirs, container)
+    admitted = inferred.variants({r: kinds[r] for r in kept}, everything.added,
+                                 [*sites, *inferred.user_sites(sites)])
+    kinds.update(admitted)
+    kept += list(admitted)
     note = flaky + (("the reference leaves processes that outlive its tests: strict mode reports its passes as "
                      "live-state (not verifiable)") if live_seen else "")
     return inferred.InferredTask(**base, roots=sorted(inferred.escape(r) for r in kept if kinds[r]),
                                  exact=sorted(r for r in kept if not kinds[r]),
-                                 pruned=sorted(pruned), unpruned=untried,
+                                 pruned=sorted(pruned), unpruned=untried, admitted=sorted(admitted),
                                  trials=trials, note=note)
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,6 +60,9 @@ class InferredTask(BaseModel):
                              "reference wrote or deleted, directories whose owner or mode it changed")
     workdir: str | None = None
     pruned: list[str] = Field(default_factory=list, description="candidate roots the tests passed without")
+    admitted: list[str] = Field(default_factory=list, description="the reference's new Python modules and packages "
+                                "at the other install routes' paths (another site directory, the user site): "
+                                "honest variants, part of roots and exact")
     unpruned: int = Field(0, description="candidate roots kept untried (the trial budget ran out)")
     changed: int = Field(0, description="paths the reference solution changed")
     trials: int = Field(0, description="test runs the inference took")
@@ -187,6 +191,35 @@ def candidate_roots(kept: list[str], added: list[str], deleted: list[str], direc
         if tree:
             trees.append(path)
     return roots
+
+
+_SITE = re.compile(r"^(/usr(?:/local)?/lib/python3(?:\.\d+)?/(?:site|dist)-packages|"
+                   r"/(?:root|home/[^/]+)/\.local/lib/python3\.\d+/site-packages)/([^/]+)$")
+
+
+def user_sites(site_dirs: Iterable[str], home: str = "/root") -> list[str]:
+    """The user site directories (`pip install --user`) of the Pythons whose site dirs are given."""
+    versions = sorted({m.group(1) for d in site_dirs if (m := re.search(r"python(3\.\d+)", d))})
+    return [f"{home}/.local/lib/python{v}/site-packages" for v in versions]
+
+
+def variants(kept: dict[str, bool], added: Iterable[str], site_dirs: list[str]) -> dict[str, bool]:
+    """Honest variants of the reference's deliverables (invariant 7): a module or package the
+    reference *added* directly in a site directory, at the same name in every other site
+    directory (`pip install --user` instead of a system install, another Python's dist-packages),
+    its `.dist-info`/`.egg-info` along. Only added names: a modified package of the image at
+    another path would shadow it (the audit judges what is kept all the same)."""
+    new = set(added)
+    out: dict[str, bool] = {}
+    for path, tree in kept.items():
+        m = _SITE.match(path)
+        if m is None or path not in new:
+            continue
+        site, name = m.group(1), m.group(2)
+        for other in site_dirs:
+            if other != site and f"{other}/{name}" not in kept:
+                out[f"{other}/{name}"] = tree
+    return out
 
 
 def groups(roots: list[str]) -> dict[str, list[str]]:

@@ -6,6 +6,8 @@
 - Inference retries a flaky reference and says which test failed; a reference that always fails
   is refused with the failing test named.
 - A task without a reference solution gets the stated policy (the workdir alone), not a refusal.
+- An honest variant (the module the reference installed system-wide, installed for the user
+  instead) passes under strict with inferred deliverables.
 - rsr's own /logs mount points are never candidate roots.
 """
 
@@ -17,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from inspect_ai.agent import Agent, AgentState, agent
+from inspect_ai.util import sandbox
 
 from rsr.verify import inferred
 
@@ -69,11 +73,33 @@ def pytest_runtest_makereport(item, call):
         report.outcome = "passed"
 PY
 """
+SITE_MODULE = "hellomod.py"
+MODULE_TEST_PY = TEST_PY + """
+
+def test_module():
+    import hellomod
+    assert hellomod.GREETING == "Hello, world!"
+"""
+SYSTEM_INSTALL = ("d=/usr/local/lib/python3.11/dist-packages; mkdir -p $d && "
+                  "echo 'GREETING = \"Hello, world!\"' > $d/hellomod.py\n" + HONEST)
+USER_INSTALL = ("d=/root/.local/lib/python3.11/site-packages; mkdir -p $d && "
+                "echo 'GREETING = \"Hello, world!\"' > $d/hellomod.py\n" + HONEST)
 PLAIN_TEST_SH = """#!/bin/bash
 mkdir -p /logs/verifier
 cd /app && python3 -m pytest -q /tests/test_hello.py
 if [ $? -eq 0 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt
 """
+
+
+@agent
+def user_install() -> Agent:
+    """An honest agent that installs the module for the user (`pip install --user`'s route)."""
+    async def execute(state: AgentState) -> AgentState:
+        done = await sandbox().exec(["bash", "-c", USER_INSTALL], user="root", timeout=60)
+        assert done.returncode == 0, done.stderr
+        return state
+
+    return execute
 
 
 def _task(root: Path, name: str, solve: str | None, test_sh: str, test_py: str = TEST_PY,
@@ -141,6 +167,7 @@ def inferred_suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[P
     _task(suite, "flaky", COUNTER + HONEST, PLAIN_TEST_SH, FLAKY_TEST_PY, declared=False)
     _task(suite, "broken", "true\n", PLAIN_TEST_SH, declared=False)
     _task(suite, "unsolved", None, PLAIN_TEST_SH, declared=False)
+    _task(suite, "variant", SYSTEM_INSTALL, PLAIN_TEST_SH, MODULE_TEST_PY, declared=False)
     started = time.monotonic()
     out, found = infer_deliverables(str(suite), out=root / "deliverables.json", log_dir=str(root / "logs"))
     seconds = time.monotonic() - started
@@ -164,7 +191,7 @@ def test_inference_does_retry_a_flaky_reference_and_name_the_failed_test(inferre
     broken = found["broken"]
     assert broken.status == "reference-failed" and broken.trials == 3, broken
     assert "test_greeting" in broken.note and "3 of 3 tries" in broken.note, broken.note
-    assert seconds / 2 <= 60, seconds  # two references run; the policy record costs nothing
+    assert seconds / 3 <= 60, seconds  # three references run; the policy record costs nothing
 
 
 @pytest.mark.docker
@@ -190,3 +217,26 @@ def test_task_without_a_reference_gets_the_workdir_policy_under_strict(inferred_
     [sample] = log.samples or []
     assert sample.scores["verifier"].value["passed"] == 0.0
     assert sample.scores["verifier"].metadata["integrity"]["mode"] == "strict"
+
+
+@pytest.mark.docker
+def test_strict_does_admit_an_honest_install_route_the_reference_did_not_take(inferred_suite, tmp_path: Path) -> None:
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.agent import as_solver
+
+    from rsr.suites.inspect_tasks import harbor
+
+    suite, found, _ = inferred_suite
+    record = found["variant"]
+    assert record.exact == sorted(["/usr/local/lib/python3.11/dist-packages/hellomod.py",
+                                   "/usr/lib/python3/dist-packages/hellomod.py",
+                                   "/root/.local/lib/python3.11/site-packages/hellomod.py"]), record
+    assert "/root/.local/lib/python3.11/site-packages/hellomod.py" in record.admitted
+
+    [log] = inspect_eval(harbor(path=str(suite), tasks="variant", integrity="strict"), solver=as_solver(user_install()),
+                         model="mockllm/model", log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "success", log.error
+    [sample] = log.samples or []
+    score = sample.scores["verifier"]
+    assert score.value["passed"] == 1.0, score.explanation
+    assert score.metadata["integrity"]["verdict"] == "clean", score.metadata["integrity"]
