@@ -157,3 +157,14 @@ def test_board_requiring_strict_regrade_and_clean_review_rejects_the_planted_bas
         validate_log(log, load_board(board))
     problems = caught.value.problems
     assert any(p.startswith("regrade:") and "bundle-modified" in p for p in problems), problems
+
+
+@pytest.mark.docker
+def test_regrade_cli_does_require_the_mode_it_is_given(planted: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rsr.cli.main import main
+
+    assert main(["regrade", str(planted)]) == 0
+    assert main(["regrade", str(planted), "--integrity", "strict"]) == 1
+    assert "bundle-modified" in capsys.readouterr().out
+    assert main(["regrade", str(planted), "--integrity", "lenient"]) == 2
+    assert "--integrity 'lenient': expected strict or warn" in capsys.readouterr().err
