@@ -32,6 +32,9 @@ _PATH = re.compile(r"[\w.~/*?\[\]+@%,:=-]*/[\w.~/*?\[\]+@%,:=-]*")
 _SUBSTITUTION = re.compile(r"\$\((?:[^()]|\([^()]*\))*\)|`[^`]*`")
 _UNRESOLVED = re.compile(r"[^\s;&|<>'\"]*(?:\x00|\$\{?\w+\}?)[^\s;&|<>'\"]*")
 _GLOB = re.compile(r"[*?\[]")
+_ESCAPE = re.compile(r"\\(.)")
+# A segment with none of these, and no `cd`, has no path or state to resolve (most heredoc lines).
+_TRIGGERS = ("/", "$", "~", "=", "`")
 
 
 @dataclass
@@ -45,7 +48,7 @@ class Resolved:
 
 def _dequote(text: str) -> str:
     """The words as the shell passes them on: quotes removed, backslash escapes applied."""
-    return re.sub(r"\\(.)", r"\1", text.replace("'", "").replace('"', ""))
+    return _ESCAPE.sub(r"\1", text.replace("'", "").replace('"', ""))
 
 
 def _components(path: str) -> list[str]:
@@ -108,6 +111,8 @@ class Shell:
         return token if resolved is None else prefix + resolved
 
     def _segment(self, raw: str, unresolved: list[str]) -> tuple[str, str]:
+        if not any(t in raw for t in _TRIGGERS) and not raw.lstrip().startswith(("cd", "pushd")):
+            return raw, raw
         expanded = self._expand(raw)
         for m in _UNRESOLVED.finditer(_SUBSTITUTION.sub("\x00", expanded)):
             word = m.group(0)
