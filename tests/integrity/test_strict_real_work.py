@@ -240,3 +240,15 @@ def test_strict_does_admit_an_honest_install_route_the_reference_did_not_take(in
     score = sample.scores["verifier"]
     assert score.value["passed"] == 1.0, score.explanation
     assert score.metadata["integrity"]["verdict"] == "clean", score.metadata["integrity"]
+
+
+def test_infer_deliverables_cli_does_state_the_policy_of_a_task_without_a_reference(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rsr.cli.main import main
+
+    _task(tmp_path / "suite", "unsolved", None, PLAIN_TEST_SH, declared=False)
+    out = tmp_path / "records.json"
+    assert main(["tasks", "infer-deliverables", str(tmp_path / "suite"), "--out", str(out)]) == 0
+    assert f"unsolved: {inferred.NO_REFERENCE_POLICY}" in " ".join(capsys.readouterr().out.split())
+    [record] = inferred.read_file(out).tasks.values()
+    assert (record.status, record.roots, record.exact) == ("no-reference", [], [])
