@@ -3,9 +3,10 @@
 - `solution_replay`: a sample whose commands type the task's reference solution. The comparison
   is the leak critic's (rsr.factory.critique): solve.sh's commands compared as parsed tokens
   (`command_leaks`) and the solution files' distinctive lines (those the public task does not
-  show). A sample is a replay when it repeats at least half of either, and at least
-  `MIN_DISTINCTIVE` of them: a task whose whole answer is one short command cannot tell a replay
-  from honest work, and is never called one.
+  show, less boilerplate any program has: shebangs, imports, `if __name__`). A sample is a
+  replay when it repeats at least half of either, and at least `MIN_COMMANDS` commands or
+  `MIN_LINES` lines: a task whose whole answer is a few short commands cannot tell a replay from
+  honest work, and is never called one.
 - `nondefault_args`: the harness arguments a run set away from their defaults (the log header's
   solver arguments, against the registered harness's signature), and a hidden prompt the harness
   recorded in the sample store (`private_guidance_sha256`) even when the header no longer names
@@ -16,14 +17,18 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["MIN_DISTINCTIVE", "Replay", "nondefault_args", "solution_replay"]
+__all__ = ["MIN_COMMANDS", "MIN_LINES", "Replay", "nondefault_args", "solution_replay"]
 
-MIN_DISTINCTIVE = 3
+MIN_COMMANDS = 3
+MIN_LINES = 5
 REPLAY_SHARE = 0.5
+# Lines any program of its kind has: typing them is no sign of having seen the solution.
+_BOILERPLATE = re.compile(r"^(#!|import\s|from\s+\S+\s+import\s|if\s+__name__\s*==|set\s+-[euxo])")
 HIDDEN_PROMPT_KEY = "private_guidance"
 _SHOWN = 60
 
@@ -41,8 +46,9 @@ class Replay(BaseModel):
 
     @property
     def replayed(self) -> bool:
-        return any(total >= MIN_DISTINCTIVE and found >= REPLAY_SHARE * total
-                   for found, total in ((self.commands, self.of_commands), (self.lines, self.of_lines)))
+        return any(total >= least and found >= max(least, REPLAY_SHARE * total)
+                   for found, total, least in ((self.commands, self.of_commands, MIN_COMMANDS),
+                                               (self.lines, self.of_lines, MIN_LINES)))
 
     def describe(self) -> str:
         return (f"its commands repeat {self.commands} of the {self.of_commands} distinctive commands and "
@@ -60,7 +66,8 @@ def solution_replay(typed: str, task: Any) -> Replay:
     distinctive = {r.item for r in command_leaks(solution, material)}
     repeated = [r.item for r in command_leaks(typed, material) if r.item in distinctive]
     public = _norm(material.public)
-    lines = {norm: original for norm, original in _lines(solution) if norm not in public}
+    lines = {norm: original for norm, original in _lines(solution)
+             if norm not in public and not _BOILERPLATE.match(original)}
     norm_typed = _norm(typed)
     found = [original for norm, original in lines.items() if norm in norm_typed]
     example = (repeated or found or [""])[0][:_SHOWN]
