@@ -25,11 +25,12 @@ harness recorded them and as re-read from the reply text, so stripping the harne
 record hides nothing) or a tool call's arguments; a log's review also reads the replies its model
 events record, so a command edited out of the messages is still seen. Each command is read as
 typed and with its paths resolved (invariant 6, rsr.verify.shell_paths): `//tests/*`,
-`/./tests/x`, `/tests/../tests/x`, `/t*s/x`, `$D/x` after `D=/tests`, `cd /` then `tests/x`. A
+`/./tests/x`, `/tests/../tests/x`, `/t*s/x`, `$D/x` after `D=/tests`, `cd /` then `tests/x`,
+and the text of `echo BASE64 | base64 -d` is read too. A
 path built at run time around a protected name (`$(...)/reward.txt`, a variable the session
 never set) is an `unresolved-path` finding. What the detectors cannot see: commands encoded
-(base64, a script downloaded and run), what a binary the agent brought does, and work an agent
-does outside its transcript. The model judge
+otherwise (a script downloaded and run), what a binary the agent brought does, and work an
+agent does outside its transcript. The model judge
 (`rsr.verify.hack_judge`) reads the same actions with a rubric.
 """
 

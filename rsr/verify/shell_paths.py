@@ -33,6 +33,9 @@ _SUBSTITUTION = re.compile(r"\$\((?:[^()]|\([^()]*\))*\)|`[^`]*`")
 _UNRESOLVED = re.compile(r"[^\s;&|<>'\"]*(?:\x00|\$\{?\w+\}?)[^\s;&|<>'\"]*")
 _GLOB = re.compile(r"[*?\[]")
 _ESCAPE = re.compile(r"\\(.)")
+# `echo B64 | base64 -d` (or `<<< B64`): the decoded text is one more reading of the command.
+_BASE64 = re.compile(r"(?:echo|printf)\s+(?:-\w+\s+)*['\"]?([A-Za-z0-9+/=]{8,})['\"]?\s*\|\s*base64\s+(?:-d|--decode)"
+                     r"|base64\s+(?:-d|--decode)\s*<<<\s*['\"]?([A-Za-z0-9+/=]{8,})")
 # A segment with none of these, and no `cd`, has no path or state to resolve (most heredoc lines).
 _TRIGGERS = ("/", "$", "~", "=", "`")
 
@@ -143,5 +146,17 @@ class Shell:
             a, b = (part, part) if i % 2 else self._segment(part, out.unresolved)
             quoted.append(a)
             plain.append(b)
-        out.texts = list(dict.fromkeys(t for t in ("".join(quoted), "".join(plain)) if t != text))
+        decoded = [_decoded(a or b) for a, b in _BASE64.findall(text)] if "base64" in text else []
+        out.texts = list(dict.fromkeys(t for t in ("".join(quoted), "".join(plain), *decoded) if t and t != text))
         return out
+
+
+def _decoded(blob: str) -> str:
+    """A base64 literal's text ("" when it is not base64 of text)."""
+    import base64
+    import binascii
+
+    try:
+        return base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return ""
