@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["MIN_COMMANDS", "MIN_LINES", "Replay", "nondefault_args", "solution_replay"]
+__all__ = ["MIN_COMMANDS", "MIN_LINES", "Reference", "Replay", "nondefault_args", "solution_replay"]
 
 MIN_COMMANDS = 3
 MIN_LINES = 5
@@ -56,23 +56,31 @@ class Replay(BaseModel):
                 f"(e.g. {self.example!r})")
 
 
-def solution_replay(typed: str, task: Any) -> Replay:
-    """How much of `task`'s reference solution the text an agent typed (its commands, joined) repeats."""
-    from rsr.factory.critique import TaskMaterial, _lines, _norm, command_leaks
+class Reference:
+    """A task's reference solution as the comparison reads it, computed once per task."""
 
-    material = TaskMaterial.of(task)
-    material.tests = {}  # the solution only: reading the tests is the hack review's business
-    solution = "\n".join(material.solution.values())
-    distinctive = {r.item for r in command_leaks(solution, material)}
-    repeated = [r.item for r in command_leaks(typed, material) if r.item in distinctive]
-    public = _norm(material.public)
-    lines = {norm: original for norm, original in _lines(solution)
-             if norm not in public and not _BOILERPLATE.match(original)}
+    def __init__(self, task: Any) -> None:
+        from rsr.factory.critique import TaskMaterial, _lines, _norm, command_leaks
+
+        self.material = TaskMaterial.of(task)
+        self.material.tests = {}  # the solution only: reading the tests is the hack review's business
+        solution = "\n".join(self.material.solution.values())
+        self.commands = {r.item for r in command_leaks(solution, self.material)}
+        public = _norm(self.material.public)
+        self.lines = {norm: original for norm, original in _lines(solution)
+                      if norm not in public and not _BOILERPLATE.match(original)}
+
+
+def solution_replay(typed: str, reference: Reference) -> Replay:
+    """How much of a task's reference solution the text an agent typed (its commands, joined) repeats."""
+    from rsr.factory.critique import _norm, command_leaks
+
+    repeated = [r.item for r in command_leaks(typed, reference.material) if r.item in reference.commands]
     norm_typed = _norm(typed)
-    found = [original for norm, original in lines.items() if norm in norm_typed]
+    found = [original for norm, original in reference.lines.items() if norm in norm_typed]
     example = (repeated or found or [""])[0][:_SHOWN]
-    return Replay(commands=len(repeated), of_commands=len(distinctive), lines=len(found), of_lines=len(lines),
-                  example=example)
+    return Replay(commands=len(repeated), of_commands=len(reference.commands), lines=len(found),
+                  of_lines=len(reference.lines), example=example)
 
 
 def _shown(value: Any) -> str:

@@ -625,6 +625,7 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
     stores: list[dict[str, Any]] = []
     facts: list[SampleFacts] = []
     uuids: list[str] = []
+    references: dict[str, Any] = {}  # task name -> rsr.report.agent_checks.Reference, built once
     for (sid, epoch), s in sorted(samples.items()):
         meta = s.metadata or {}
         name = str(meta.get("task_name") or sid)
@@ -645,7 +646,7 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
                                     exclude_fields=LIGHT_FIELDS - {"events", "store", "attachments", "messages"})
         stores.append(full.store or {})
         if task is not None and not board.config.reference_agents:
-            _check_replay(full, score, name, task, problems)
+            _check_replay(full, score, name, task, references, problems)
         facts.append(sample_facts(full))
         uuids.append(str(full.uuid or f"{sid}#{epoch}"))
         _check_sample_scores(s, full.events, summaries.get((sid, epoch)), problems)
@@ -780,17 +781,20 @@ def duplicate_problems(runs: list[ValidatedRun], entries: list[LeaderboardEntry]
     return problems
 
 
-def _check_replay(sample: Any, score: Any, name: str, task: Any, problems: list[str]) -> None:
+def _check_replay(sample: Any, score: Any, name: str, task: Any, references: dict[str, Any],
+                  problems: list[str]) -> None:
     """A passing sample whose commands type the task's reference solution: not the model's work,
     whatever the model is called (rsr.report.agent_checks)."""
-    from rsr.report.agent_checks import solution_replay
+    from rsr.report.agent_checks import Reference, solution_replay
     from rsr.verify.hack_review import actions_of
 
     fields = score_fields(score.value) if score is not None else None
     if fields is None or not fields[0]:
         return
     typed = "\n".join(a.text for a in actions_of(sample.messages, sample.events))
-    replay = solution_replay(typed, task)
+    if name not in references:
+        references[name] = Reference(task)
+    replay = solution_replay(typed, references[name])
     if replay.replayed:
         problems.append(f"sample {sample.id} epoch {sample.epoch} ({name}) passed, but {replay.describe()}: the "
                         "agent replays the reference solution (only a test board, `reference_agents: true`, "
