@@ -17,6 +17,9 @@ def regrade(
         "--store", help="Bundle store (default: evidence/ beside each log).")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the reports as JSON here.")] = None,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Samples regraded at a time.")] = 1,
+    integrity: Annotated[str | None, typer.Option(
+        "--integrity", help="Require this integrity mode (strict): a sample whose record names a weaker one "
+        "is bundle-modified. Default: what each task requires (strict when it declares its deliverables).")] = None,
 ) -> None:
     """Rebuild each sample's final state from its bundle on the pristine task image, run the task's
     tests with this rsr's verifier, and compare with the logged score; exit 1 unless every sample of
@@ -27,6 +30,8 @@ def regrade(
     from rsr.report.logs import find_logs
     from rsr.verify.regrade import RegradeReport, regrade_log
 
+    if integrity not in (None, "strict", "warn"):
+        raise RsrError(f"--integrity {integrity!r}: expected strict or warn")
     files = find_logs(logs)
     if not files:
         raise RsrError("no .eval logs found in " + ", ".join(map(str, logs)))
@@ -36,6 +41,7 @@ def regrade(
         for f in files:
             bar = progress.add_task(f"regrading {f.name}", total=None)
             reports.append(regrade_log(f, store=store, tasks_root=tasks, jobs=jobs,
+                                       required=integrity,  # type: ignore[arg-type]
                                        on_sample=lambda s, bar=bar: progress.advance(bar)))
     for r in reports:
         colour = "green" if r.ok else "red"

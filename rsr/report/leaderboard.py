@@ -11,12 +11,16 @@ accepts a log only if
   override, and each sample's agent/verifier timeout, cpus and memory equal the task's; the
   agent is not one that runs the hidden tests during the attempt (rsr/rsrt) nor, unless the
   board is a test board (`reference_agents`), the reference solution (rsr/oracle) or a
-  scripted model (`SCRIPTED_PROVIDERS`: mockllm/, rsr-scripted/); the agent
-  is one of rsr's registered harnesses or one the board names in `harnesses`;
+  scripted model (`SCRIPTED_PROVIDERS`: mockllm/, rsr-scripted/), nor, whatever its model is
+  called, one whose passing samples type the task's reference solution
+  (rsr.report.agent_checks); the agent is one of rsr's registered harnesses or one the board
+  names in `harnesses`; harness arguments away from their defaults (a hidden prompt) label the
+  entry, or refuse the log under `harness_args: refuse`;
 - under `require_clean_review`, no passing sample's hack review (rsr.verify.hack_review,
   recomputed from the transcript against the board's tasks) finds a `hack`;
 - it was verified in the integrity mode the board requires (`integrity: strict`: every
-  sample's score records a strict integrity audit);
+  sample's score records a strict integrity audit, and a regrade judges under strict whatever
+  the bundles say: rsr.verify.regrade.regrade_mode);
 - every score is consistent with the evidence the verifier left: each sample's value is
   re-derived from the reward metrics in the score's metadata, those metrics must be what the
   transcript shows the verifier reading from the reward file in the sandbox, the value must
@@ -141,6 +145,10 @@ class BoardConfig(BaseModel):
     require_clean_review: bool = Field(
         default=False, description="refuse a log with a passing sample whose hack review "
         "(rsr.verify.hack_review, recomputed here from the transcript) finds a `hack`")
+    harness_args: Literal["refuse", "label"] = Field(
+        default="label", description="a run whose harness arguments differ from their defaults (a hidden "
+        "prompt such as `-S private_guidance=...`, any `-S` setting): `label` its entry with them on the "
+        "page, or `refuse` it (rsr.report.agent_checks)")
     suites: dict[str, SuitePin]
 
     @property
@@ -356,6 +364,8 @@ class ValidatedRun(BaseModel):
     bundle: BundleRef | None = None
     records: list[str] = Field(default_factory=list, description="per-sample evidence record digests")
     regrade: RegradeVerdict = Field(default_factory=lambda: RegradeVerdict(status="not-run"))
+    harness_args: dict[str, str] = Field(default_factory=dict, description="harness arguments away from "
+                                         "their defaults (a board that labels them)")
 
 
 def _check_sample_scores(sample: Any, events: list[Any], summary: Any | None,
@@ -615,6 +625,7 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
     stores: list[dict[str, Any]] = []
     facts: list[SampleFacts] = []
     uuids: list[str] = []
+    references: dict[str, Any] = {}  # task name -> rsr.report.agent_checks.Reference, built once
     for (sid, epoch), s in sorted(samples.items()):
         meta = s.metadata or {}
         name = str(meta.get("task_name") or sid)
@@ -632,8 +643,10 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
         # Inspect stores long strings (a reward.json, an exec's output) once, as
         # `attachment://<hash>` references: the checks below must read the text itself.
         full = read_eval_log_sample(str(path), id=s.id, epoch=epoch, resolve_attachments="full",
-                                    exclude_fields=LIGHT_FIELDS - {"events", "store", "attachments"})
+                                    exclude_fields=LIGHT_FIELDS - {"events", "store", "attachments", "messages"})
         stores.append(full.store or {})
+        if task is not None and not board.config.reference_agents:
+            _check_replay(full, score, name, task, references, problems)
         facts.append(sample_facts(full))
         uuids.append(str(full.uuid or f"{sid}#{epoch}"))
         _check_sample_scores(s, full.events, summaries.get((sid, epoch)), problems)
@@ -664,6 +677,12 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
                         f"{', '.join(absent[:10])}{' ...' if len(absent) > 10 else ''}")
     interface, mixed = harness_interface(stores)
     problems.extend(mixed)
+    from rsr.report.agent_checks import nondefault_args
+
+    harness_args = nondefault_args(spec.solver, spec.solver_args, stores)
+    if harness_args and board.config.harness_args == "refuse":
+        problems.append(f"the agent ran with non-default arguments {harness_args}; this board refuses them "
+                        f"(`harness_args: label`, the default, publishes them on the entry instead)")
     problems.extend(header_problems(log, facts, benchmark))
     # Errored samples were never verified: they have no verdict (and count as failures anyway).
     scores = [(s.scores or {}).get(SCORER) for s in samples.values()]
@@ -692,7 +711,7 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
                         f"{len(manifest.samples)} samples have none: run through `rsr eval run` or with "
                         "-T evidence=true")
     elif (regrade if regrade is not None else must) and not problems:
-        verdict = regrade_verdict(path, log)
+        verdict = regrade_verdict(path, log, required="strict" if board.config.integrity == "strict" else None)
         if verdict.status != "reproduced":
             problems.extend(f"regrade: {p}" for p in verdict.problems)
     if board.config.require_clean_review:
@@ -707,16 +726,17 @@ def validate_log(path: str | Path, board: LoadedBoard, *, regrade: bool | None =
                  model=spec.model, solver=spec.solver, samples_sha256=samples_digest(uuids))
     return ValidatedRun(run=run_from_log(log, path), suite_digest=disk_digest, log=ref,
                         integrity=integrity, interface=interface, bundle=bundle, records=records,
-                        regrade=verdict)
+                        regrade=verdict, harness_args=harness_args)
 
 
-def regrade_verdict(path: Path, log: Any = None) -> RegradeVerdict:
+def regrade_verdict(path: Path, log: Any = None, required: Literal["strict"] | None = None) -> RegradeVerdict:
     """Regrade a log from its bundles (rsr.verify.regrade) and summarise it for an entry
-    (`log`: the log at `path`, already read)."""
+    (`log`: the log at `path`, already read; `required`: the board's integrity mode, which the
+    regrade judges under whatever the bundles say)."""
     from rsr import __version__ as rsr_version
     from rsr.verify.regrade import regrade_log
 
-    report = regrade_log(path, log=log)
+    report = regrade_log(path, log=log, required=required)
     return RegradeVerdict(status="reproduced" if report.ok else "disagrees",
                           checked=datetime.now(UTC).strftime("%Y-%m-%d"), verifier=rsr_version,
                           samples=len(report.samples), reproduced=report.reproduced,
@@ -759,6 +779,26 @@ def duplicate_problems(runs: list[ValidatedRun], entries: list[LeaderboardEntry]
                     problems.append(f"{v.log.file}: already backs entry {e.id!r} ({e.model_name}, "
                                     f"{r.benchmark}, log {r.log.file}): same {', '.join(same)}")
     return problems
+
+
+def _check_replay(sample: Any, score: Any, name: str, task: Any, references: dict[str, Any],
+                  problems: list[str]) -> None:
+    """A passing sample whose commands type the task's reference solution: not the model's work,
+    whatever the model is called (rsr.report.agent_checks)."""
+    from rsr.report.agent_checks import Reference, solution_replay
+    from rsr.verify.hack_review import actions_of
+
+    fields = score_fields(score.value) if score is not None else None
+    if fields is None or not fields[0]:
+        return
+    typed = "\n".join(a.text for a in actions_of(sample.messages, sample.events))
+    if name not in references:
+        references[name] = Reference(task)
+    replay = solution_replay(typed, references[name])
+    if replay.replayed:
+        problems.append(f"sample {sample.id} epoch {sample.epoch} ({name}) passed, but {replay.describe()}: the "
+                        "agent replays the reference solution (only a test board, `reference_agents: true`, "
+                        "accepts that)")
 
 
 def _check_overrides(sid: str, epoch: int, meta: dict[str, Any], task: Any,
@@ -814,6 +854,8 @@ class LeaderboardEntry(BaseModel):
     interface: HarnessInterface | None = Field(
         None, description="harness implementation, prompt pack (+sha256), parity mode and fixes")
     model: str = Field(description="the Inspect model string the logs record")
+    harness_args: dict[str, str] = Field(default_factory=dict, description="harness arguments away from their "
+                                         "defaults; the page shows them beside the harness")
     submitted: str
     versions: dict[str, str]
     suites: dict[str, SuiteResult]
@@ -846,6 +888,11 @@ def build_entry(validated: list[ValidatedRun], *, model_name: str, harness: str,
     if len(models) > 1:
         raise RsrError(f"logs come from different models {sorted(models)}; add them as "
                        "separate entries")
+    labelled = {tuple(sorted(v.harness_args.items())) for v in validated}
+    if len(labelled) > 1:
+        raise RsrError(f"logs ran with different harness arguments {sorted(map(dict, labelled), key=str)}; add them "
+                       "as separate entries")
+    harness_args = dict(labelled.pop())
     interfaces = {v.interface for v in validated}
     if len(interfaces) > 1:
         raise RsrError("logs ran with different harness interfaces "
@@ -864,10 +911,12 @@ def build_entry(validated: list[ValidatedRun], *, model_name: str, harness: str,
 
     from rsr import __version__ as rsr_version
 
+    shown = ", ".join(f"{k}={v}" for k, v in harness_args.items())
     return LeaderboardEntry(
         id=slug(f"{model_name}-{harness}"),
         model_name=model_name,
-        harness=harness,
+        harness=f"{harness} (non-default: {shown})" if shown else harness,
+        harness_args=harness_args,
         interface=interfaces.pop(),
         model=models.pop(),
         submitted=datetime.now(UTC).strftime("%Y-%m-%d"),

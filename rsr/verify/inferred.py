@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,13 +53,16 @@ class InferredTask(BaseModel):
 
     name: str
     digest: str = Field(description="the task directory's digest (rsr.tasks.load.directory_digest)")
-    status: Literal["inferred", "reference-failed"] = "inferred"
+    status: Literal["inferred", "reference-failed", "no-reference"] = "inferred"
     roots: list[str] = Field(default_factory=list, description="trees the reference created, beside the "
                              "workdir (glob-escaped: a root keeps itself and what lies below it)")
     exact: list[str] = Field(default_factory=list, description="paths kept themselves only: files the "
                              "reference wrote or deleted, directories whose owner or mode it changed")
     workdir: str | None = None
     pruned: list[str] = Field(default_factory=list, description="candidate roots the tests passed without")
+    admitted: list[str] = Field(default_factory=list, description="the reference's new Python modules and packages "
+                                "at the other install routes' paths (another site directory, the user site): "
+                                "honest variants, part of roots and exact")
     unpruned: int = Field(0, description="candidate roots kept untried (the trial budget ran out)")
     changed: int = Field(0, description="paths the reference solution changed")
     trials: int = Field(0, description="test runs the inference took")
@@ -113,21 +117,35 @@ def sources() -> list[Path]:
     return found
 
 
+USABLE = ("inferred", "no-reference")
+
+
 def lookup(digest: str, files: Iterable[Path] | None = None) -> InferredTask | None:
-    """The record for a task digest (a passing inference before a failed one), else None."""
+    """The record for a task digest (a usable record before a failed one), else None."""
     best: InferredTask | None = None
     for path in sources() if files is None else files:
         if not path.is_file():
             continue
         entry = read_file(path).tasks.get(digest)
-        if entry is not None and entry.digest == digest and (best is None or entry.status == "inferred"):
+        if entry is not None and entry.digest == digest and (best is None or entry.status in USABLE):
             best = entry
     return best
 
 
 def usable(digest: str) -> InferredTask | None:
     entry = lookup(digest)
-    return entry if entry is not None and entry.status == "inferred" else None
+    return entry if entry is not None and entry.status in USABLE else None
+
+
+NO_REFERENCE_POLICY = ("no reference solution: under strict the deliverables are the workdir alone (nothing "
+                       "outside it reaches the checker; start-up hooks are never carried and the audit judges "
+                       "everything kept)")
+
+
+def no_reference(name: str, digest: str, workdir: str | None) -> InferredTask:
+    """The stated strict policy of a task without a reference solution (nothing to infer from):
+    the workdir alone, the policy every declared task starts from."""
+    return InferredTask(name=name, digest=digest, status="no-reference", workdir=workdir, note=NO_REFERENCE_POLICY)
 
 
 def refusal(names: list[str], target: str, digests: list[str] | None = None) -> str:
@@ -147,17 +165,24 @@ def escape(path: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in path)
 
 
+# rsr's own mount points (the verifier's, the agent's and the artifacts' log folders): never a
+# deliverable, so never a candidate root worth a test run.
+RSR_MOUNTS = "/logs"
+
+
 def candidate_roots(kept: list[str], added: list[str], deleted: list[str], directories: list[str],
                     workdir: str | None) -> dict[str, bool]:
-    """The reference's changes outside the workdir, collapsed (module doc, step 3): path -> whether
-    it is a tree (a directory the reference created, kept with what lies below it) rather than an
-    exact path (kept itself only)."""
+    """The reference's changes outside the workdir and rsr's mounts, collapsed (module doc, step
+    3): path -> whether it is a tree (a directory the reference created, kept with what lies below
+    it) rather than an exact path (kept itself only)."""
     wd = (workdir or "").rstrip("/")
     new, dirs = set(added), set(directories)
     roots: dict[str, bool] = {}
     trees: list[str] = []
     for path in sorted(set(kept) | set(deleted)):
         if wd and (path == wd or path.startswith(wd + "/")):
+            continue
+        if path == RSR_MOUNTS or path.startswith(RSR_MOUNTS + "/"):
             continue
         if any(path.startswith(t + "/") for t in trees):
             continue
@@ -166,6 +191,35 @@ def candidate_roots(kept: list[str], added: list[str], deleted: list[str], direc
         if tree:
             trees.append(path)
     return roots
+
+
+_SITE = re.compile(r"^(/usr(?:/local)?/lib/python3(?:\.\d+)?/(?:site|dist)-packages|"
+                   r"/(?:root|home/[^/]+)/\.local/lib/python3\.\d+/site-packages)/([^/]+)$")
+
+
+def user_sites(site_dirs: Iterable[str], home: str = "/root") -> list[str]:
+    """The user site directories (`pip install --user`) of the Pythons whose site dirs are given."""
+    versions = sorted({m.group(1) for d in site_dirs if (m := re.search(r"python(3\.\d+)", d))})
+    return [f"{home}/.local/lib/python{v}/site-packages" for v in versions]
+
+
+def variants(kept: dict[str, bool], added: Iterable[str], site_dirs: list[str]) -> dict[str, bool]:
+    """Honest variants of the reference's deliverables (invariant 7): a module or package the
+    reference *added* directly in a site directory, at the same name in every other site
+    directory (`pip install --user` instead of a system install, another Python's dist-packages),
+    its `.dist-info`/`.egg-info` along. Only added names: a modified package of the image at
+    another path would shadow it (the audit judges what is kept all the same)."""
+    new = set(added)
+    out: dict[str, bool] = {}
+    for path, tree in kept.items():
+        m = _SITE.match(path)
+        if m is None or path not in new:
+            continue
+        site, name = m.group(1), m.group(2)
+        for other in site_dirs:
+            if other != site and f"{other}/{name}" not in kept:
+                out[f"{other}/{name}"] = tree
+    return out
 
 
 def groups(roots: list[str]) -> dict[str, list[str]]:

@@ -36,20 +36,11 @@ from rsr.verify import inferred
 from rsr.verify.deliverables import Changes, NoDeliverables, plan_for, plugin_registration, why_dropped
 from rsr.verify.evidence import EvidenceError
 
-__all__ = ["ForgedArchive", "task_image", "task_template", "rebuild_changes", "regrade_mode"]
+__all__ = ["ForgedArchive", "task_image", "task_template", "rebuild_changes"]
 
 
 class ForgedArchive(EvidenceError):
     """A submitted archive or deletion list that no capture of an agent's work could produce."""
-
-
-def regrade_mode(task: LoadedTask, recorded: str | None) -> Literal["strict", "warn"]:
-    """The integrity mode a regrade judges under: strict for every task that declares its
-    deliverables (as the live run's `auto`), whatever the record says; for an undeclared task
-    the mode the run chose (warn unless it asked for strict)."""
-    if task.config.verifier.allow_changes is not None:
-        return "strict"
-    return "strict" if recorded == "strict" else "warn"
 
 
 def task_image(task: LoadedTask) -> tuple[str, dict[str, Any]]:

@@ -39,13 +39,43 @@ from rsr.verify.evidence import (
     write_manifest,
 )
 
-__all__ = ["RegradeReport", "SampleRegrade", "regrade_log", "regrade_record"]
+__all__ = ["ModeMismatch", "RegradeReport", "SampleRegrade", "regrade_log", "regrade_mode", "regrade_record"]
 
 SCORER = "verifier"
 TOL = 1e-9
 Status = Literal["reproduced", "differs", "no-bundle", "bundle-missing", "bundle-modified", "task-changed",
                  "image-changed", "unbound",
                  "unsupported", "error"]
+Mode = Literal["strict", "warn"]
+MODES: tuple[Mode, ...] = ("strict", "warn")
+
+
+class ModeMismatch(EvidenceError):
+    """A record (or the log's score) naming an integrity mode the task and the regrader do not allow."""
+
+
+def regrade_mode(task: LoadedTask, record_mode: str, *, logged_mode: str | None = None,
+                 required: Mode | None = None) -> Mode:
+    """The integrity mode a regrade judges under: the one place it is decided (invariant 3).
+
+    The floor comes from the task (strict when it declares its deliverables) and from whoever
+    regrades (`required`: a board requiring strict, `rsr regrade --integrity strict`), never from
+    the bundle. The record must name a mode at or above the floor, and the same mode as the log's
+    score claims (what a board publishes): otherwise ModeMismatch, a `bundle-modified` sample. A
+    record's `warn` would select the carry-everything plan, so it can never lower the floor; a
+    record naming strict above a warn floor is regraded strict, the claim the log publishes,
+    which only makes the regrade harder to pass."""
+    if record_mode not in MODES:
+        raise ModeMismatch(f"the record names integrity mode {record_mode!r}, not one of {', '.join(MODES)}")
+    if logged_mode is not None and logged_mode != record_mode:
+        raise ModeMismatch(f"the log's score says the sample was verified in mode {logged_mode!r}, its evidence "
+                           f"record {record_mode!r}")
+    declared = task.config.verifier.allow_changes is not None
+    if record_mode != "strict" and (declared or required == "strict"):
+        why = "the task declares its deliverables" if declared else "the regrade requires strict"
+        raise ModeMismatch(f"the record says the sample was verified in mode {record_mode!r}, but {why}: a "
+                           "regrade judges under strict whatever a submission names")
+    return "strict" if record_mode == "strict" else "warn"
 
 
 class SampleRegrade(BaseModel):
@@ -92,12 +122,12 @@ def _close(a: dict[str, float] | None, b: dict[str, float] | None) -> bool:
     return all(math.isclose(float(a[k]), float(b[k]), abs_tol=TOL) for k in a)
 
 
-def recorded_changes(task: LoadedTask, record: SampleEvidence, store: BlobStore, workdir: Path,
+def recorded_changes(task: LoadedTask, record: SampleEvidence, store: BlobStore, workdir: Path, mode: Mode,
                      image: tuple[str, dict[str, Any]] | None = None) -> Any:
     """The verifier's Changes rebuilt for a regrade: the bundle's archive members and deletions,
     judged under the task's own plan against its pristine image (rsr.verify.rebuild); nothing
     else of the bundle's changes record (its plan, lists, Env, working directory, limits) is used."""
-    from rsr.verify.rebuild import ForgedArchive, rebuild_changes, regrade_mode
+    from rsr.verify.rebuild import ForgedArchive, rebuild_changes
 
     archive = store.get(record.changes.archive, "kept-changes archive")
     try:
@@ -107,15 +137,16 @@ def recorded_changes(task: LoadedTask, record: SampleEvidence, store: BlobStore,
     deleted = described.get("deleted") if isinstance(described, dict) else None
     if not isinstance(deleted, list):
         raise ForgedArchive(f"the changes record {record.changes.changes} has no list of deletions")
-    return rebuild_changes(task, archive, deleted, regrade_mode(task, record.inputs.integrity), workdir, image)
+    return rebuild_changes(task, archive, deleted, mode, workdir, image)
 
 
 async def regrade_record(task: LoadedTask, record: SampleEvidence, store: BlobStore,
-                         image: tuple[str, dict[str, Any]] | None = None) -> Any:
+                         image: tuple[str, dict[str, Any]] | None = None, *, logged_mode: str | None = None,
+                         required: Mode | None = None) -> Any:
     """The verifier's fresh verdict (a VerifierResult) on a recorded sample: its kept changes,
     judged under the task's plan, on a fresh container of the task's pristine image configured
-    from the task, the task's tests, the integrity rules the task sets (rsr.verify.rebuild)."""
-    from rsr.verify.rebuild import regrade_mode, task_image
+    from the task, the task's tests, in the mode `regrade_mode` allows (ModeMismatch otherwise)."""
+    from rsr.verify.rebuild import task_image
     from rsr.verify.verifier import verify_changes
 
     if image is None:
@@ -123,9 +154,17 @@ async def regrade_record(task: LoadedTask, record: SampleEvidence, store: BlobSt
     if image[1]["Id"] != record.image.id:
         raise EvidenceError(f"the record names image {record.image.id}, but the task's image {image[0]} is "
                             f"{image[1]['Id']}")
+    mode = regrade_mode(task, record.inputs.integrity, logged_mode=logged_mode, required=required)
     with tempfile.TemporaryDirectory(prefix="rsr-regrade-") as tmp:
-        changes = await asyncio.to_thread(recorded_changes, task, record, store, Path(tmp), image)
-        return await verify_changes(task, changes, integrity=regrade_mode(task, record.inputs.integrity))
+        changes = await asyncio.to_thread(recorded_changes, task, record, store, Path(tmp), mode, image)
+        return await verify_changes(task, changes, integrity=mode)
+
+
+def logged_mode_of(score_metadata: dict[str, Any] | None) -> str | None:
+    """The integrity mode a log's score claims (what a board counts and publishes)."""
+    record = (score_metadata or {}).get("integrity")
+    mode = record.get("mode") if isinstance(record, dict) else None
+    return str(mode) if mode is not None else None
 
 
 def _load_task(meta: dict[str, Any], name: str, tasks_root: Path | None) -> LoadedTask:
@@ -135,7 +174,8 @@ def _load_task(meta: dict[str, Any], name: str, tasks_root: Path | None) -> Load
     return load_task(where)
 
 
-async def _regrade_sample(sample: Any, store: BlobStore, tasks_root: Path | None) -> SampleRegrade:
+async def _regrade_sample(sample: Any, store: BlobStore, tasks_root: Path | None,
+                          required: Mode | None) -> SampleRegrade:
     meta = sample.metadata or {}
     score = (sample.scores or {}).get(SCORER)
     name = str(meta.get("task_name") or sample.id)
@@ -195,9 +235,13 @@ async def _regrade_sample(sample: Any, store: BlobStore, tasks_root: Path | None
         return out
     started = time.monotonic()
     try:
-        result = await regrade_record(task, record, store, image)
+        result = await regrade_record(task, record, store, image, required=required,
+                                      logged_mode=logged_mode_of(score.metadata if score is not None else None))
     except EvidenceError as e:
         out.status, out.reason = "bundle-modified", str(e)
+        return out
+    except RsrError as e:  # a strict regrade of a task without deliverables, declared or inferred here
+        out.status, out.reason = "unsupported", str(e)
         return out
     out.seconds = time.monotonic() - started
     out.regraded = result.score_value()
@@ -211,10 +255,11 @@ async def _regrade_sample(sample: Any, store: BlobStore, tasks_root: Path | None
 
 
 def regrade_log(path: str | Path, *, store: str | Path | None = None, tasks_root: str | Path | None = None,
-                on_sample: Any = None, jobs: int = 1, log: Any = None) -> RegradeReport:
+                on_sample: Any = None, jobs: int = 1, log: Any = None, required: Mode | None = None) -> RegradeReport:
     """Regrade every sample of a log from its bundles; `tasks_root`: the suite folder to load
     tasks from instead of the paths the log recorded; `on_sample(SampleRegrade)` after each;
-    `jobs` samples at a time; `log`: the log at `path`, when the caller has read it already."""
+    `jobs` samples at a time; `log`: the log at `path`, when the caller has read it already;
+    `required`: the integrity mode the regrader requires (a board's; see `regrade_mode`)."""
     from inspect_ai.log import read_eval_log
 
     from rsr import __version__ as rsr_version
@@ -244,7 +289,7 @@ def regrade_log(path: str | Path, *, store: str | Path | None = None, tasks_root
                                        task_name=str((s.metadata or {}).get("task_name") or s.id),
                                        reason=unbound[(str(s.id), int(s.epoch))])
             else:
-                result = await _regrade_sample(s, blobs, root)
+                result = await _regrade_sample(s, blobs, root, required)
         if on_sample is not None:
             on_sample(result)
         return result

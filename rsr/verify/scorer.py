@@ -77,7 +77,7 @@ async def _regrade_finished(state: TaskState, task: LoadedTask) -> VerifierResul
             "finished) and its log keeps no evidence bundle, so its tests cannot be run again; its logged "
             "score stands. Runs with -T evidence=true (the default of `rsr eval run`) keep bundles that "
             "`inspect score --scorer rsr/verifier` and `rsr regrade LOG` regrade.")
-    from rsr.verify.regrade import regrade_record
+    from rsr.verify.regrade import logged_mode_of, regrade_record
 
     # The absolute path recorded at run time; RSR_EVIDENCE_STORE when the log's evidence/ moved.
     store = BlobStore(os.environ.get(EVIDENCE_STORE_ENV) or kept["store"])
@@ -95,7 +95,8 @@ async def _regrade_finished(state: TaskState, task: LoadedTask) -> VerifierResul
     if record.task_digest != task.digest:
         raise RsrError(f"rsr/verifier: sample {state.sample_id}: task {task.name} at {task.paths.task_dir} has "
                        f"digest {task.digest}, but the bundle records {record.task_digest}")
-    return await regrade_record(task, record, store)
+    return await regrade_record(task, record, store,
+                                logged_mode=logged_mode_of(logged.metadata if logged is not None else None))
 
 
 HARNESS_RESULT = "rsr_harness_result"

@@ -221,7 +221,7 @@ def test_regrade_rejects_a_record_that_claims_warn_mode_for_a_strict_task(run: P
     sample.scores["verifier"].metadata["evidence"] = {"record": digest}
     write_eval_log(loaded, str(log))
     found = _regraded(log, "idle")
-    assert found.status == "bundle-modified" and "/usr/bin/bash" in found.reason, (found.status, found.reason)
+    assert found.status == "bundle-modified" and "'warn'" in found.reason, (found.status, found.reason)
 
 
 @pytest.mark.parametrize("members,deleted,why", [

@@ -162,7 +162,8 @@ def test_leaderboard_cli_does_add_entries_build_page_and_readme(
     order = [line.split("|")[2].strip() for line in table.splitlines()
              if line.startswith("| ") and line[2].isdigit()]
     assert order == ["oracle", "scripted", "null"]
-    assert "terminus2 (rsr implementation, rsr wording, Harbor parity)" in table
+    # The scripted run set max_episodes: the page says so beside the harness.
+    assert "terminus2 (non-default: max_episodes=4) (rsr implementation, rsr wording, Harbor parity)" in table
     assert (site / "plots" / "core.png").read_bytes()[:4] == b"\x89PNG"
 
     # Rebuilding keeps the hand-written part of the README.
