@@ -73,6 +73,9 @@ class Plan(BaseModel):
     workdir: str | None = None
     """The task's working directory: its deletion (or an ancestor's) is never carried, in any
     mode (invariant 4: the tests start where the pristine image lets them start)."""
+    startup: list[str] = Field(default_factory=list)
+    """Strict plans: what the tests execute as they start (`rsr.verify.startup_files`), never
+    carried from the agent unless declared exactly or written by the reference solution."""
 
 
 class Changes(BaseModel):
@@ -135,7 +138,7 @@ class NoDeliverables(RuntimeError):
 
 
 def plan_for(mode: Literal["strict", "warn"], workdir: str | None, allow_changes: list[str] | None,
-             inferred: Any = None) -> Plan:
+             inferred: Any = None, startup: Iterable[str] = ()) -> Plan:
     """The plan for a task: `inferred` (an `rsr.verify.inferred.InferredTask`) stands in for
     `allow_changes` on a task that declares none; strict mode on a task with neither raises
     NoDeliverables (a denylist of dangerous files would only wait for the next one)."""
@@ -143,13 +146,14 @@ def plan_for(mode: Literal["strict", "warn"], workdir: str | None, allow_changes
     if mode == "warn":
         return Plan(trust="harbor", workdir=kept_dir)
     roots = [kept_dir] if kept_dir else []
+    hooks = [p for p in startup if p not in (allow_changes or [])]
     if allow_changes is not None:
-        return Plan(trust="deliverables", roots=[*roots, *allow_changes], workdir=kept_dir)
+        return Plan(trust="deliverables", roots=[*roots, *allow_changes], workdir=kept_dir, startup=hooks)
     if inferred is None:
         raise NoDeliverables("the task declares no deliverables (task.toml verifier.allow_changes) and none were "
                              "inferred for it")
     return Plan(trust="inferred", roots=[*roots, *(r for r in inferred.roots if r not in roots)],
-                exact=list(inferred.exact), inferred_from=inferred.digest, workdir=kept_dir)
+                exact=list(inferred.exact), inferred_from=inferred.digest, workdir=kept_dir, startup=hooks)
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:
@@ -177,6 +181,8 @@ def why_dropped(path: str, plan: Plan, host_file: str | None = None, content: by
         return None
     if plan.trust == "inferred" and path in plan.exact:
         return None
+    if not deleted and any(fnmatch.fnmatchcase(path, p) for p in plan.startup):
+        return "executed by the tests as they start (never the agent's under strict mode)"
     if plan.trust in ("audited", "inferred") and not (deleted and plan.trust == "inferred"):
         # An inferred root is the reference solution's, not the task author's word: a start-up
         # hook under one (a pip install's .pth) is never what the tests need of an agent.

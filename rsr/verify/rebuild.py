@@ -35,6 +35,7 @@ from rsr.tasks.load import LoadedTask
 from rsr.verify import inferred
 from rsr.verify.deliverables import Changes, NoDeliverables, plan_for, plugin_registration, why_dropped
 from rsr.verify.evidence import EvidenceError
+from rsr.verify.startup_files import startup_paths
 
 __all__ = ["ForgedArchive", "task_image", "task_template", "rebuild_changes"]
 
@@ -131,7 +132,8 @@ def rebuild_changes(task: LoadedTask, archive: bytes, deleted: list[str], mode: 
     template = task_template(task, info)
     try:
         plan = plan_for(mode, template["Config"]["WorkingDir"], task.config.verifier.allow_changes,
-                        inferred.usable(task.digest) if mode == "strict" else None)
+                        inferred.usable(task.digest) if mode == "strict" else None,
+                        startup_paths(task.test_files(), task.config.verifier.user))
     except NoDeliverables as e:
         raise RsrError(f"{task.name}: {e}: a strict regrade needs them; "
                        f"{inferred.refusal([task.name], str(task.paths.task_dir.parent))}") from e

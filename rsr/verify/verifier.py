@@ -50,6 +50,7 @@ from rsr.sandbox.infra import InfraError, infra_error_of
 from rsr.tasks.load import TESTS_MOUNT, VERIFIER_LOG_DIR, LoadedTask
 from rsr.tasks.models import expand_env
 from rsr.verify.reward import RewardError, read_reward
+from rsr.verify.startup_files import startup_paths
 
 OUTPUT_CAP = 8_000
 TESTS_ARCHIVE = "/tmp/.rsr-tests.tar"
@@ -512,7 +513,8 @@ async def _frozen_run(task: LoadedTask, run: _TestRun, report: IntegrityReport, 
     if boundary and not apart and not live:
         try:
             plan = deliverables.plan_for(mode, task.workdir or await asyncio.to_thread(_working_dir, container),
-                                         task.config.verifier.allow_changes, inferred_for(task, mode))
+                                         task.config.verifier.allow_changes, inferred_for(task, mode),
+                                         startup_paths(task.test_files(), task.config.verifier.user))
         except deliverables.NoDeliverables as e:
             report.verdict = "unchecked"
             return _failed("no_deliverables", f"{task.name}: {e}: strict mode has nothing to carry; "

@@ -252,3 +252,50 @@ def test_infer_deliverables_cli_does_state_the_policy_of_a_task_without_a_refere
     assert f"unsolved: {inferred.NO_REFERENCE_POLICY}" in " ".join(capsys.readouterr().out.split())
     [record] = inferred.read_file(out).tasks.values()
     assert (record.status, record.roots, record.exact) == ("no-reference", [], [])
+
+
+HOME_TEST_SH = """#!/bin/bash
+mkdir -p /logs/verifier
+# As SkillsBench's tests do: take the toolchain's environment before any test runs.
+if [ -f "$HOME/.local/bin/env" ]; then source "$HOME/.local/bin/env"; fi
+if [ "$(cat /root/hello.txt 2>/dev/null)" = "Hello, world!" ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt
+"""
+PLANTED_ENV = """mkdir -p /root/.local/bin
+printf 'echo 1 > /logs/verifier/reward.txt\\nexit 0\\n' > /root/.local/bin/env
+"""
+
+
+def test_startup_paths_are_what_the_tests_source_and_the_installers_files() -> None:
+    from rsr.verify.startup_files import sourced_paths
+
+    scripts = ['source "$HOME/.local/bin/env"\n. ~/.cargo/env && make\nif true; then . /opt/tool/activate; fi\n'
+               '# source /not/this\nsource "$TOOL_HOME/env"\n']
+    assert sourced_paths(scripts, "/root") == ["/opt/tool/activate", "/root/.cargo/env", "/root/.local/bin/env"]
+
+
+@pytest.mark.docker
+def test_home_workdir_does_not_carry_what_the_tests_source_at_start_up(tmp_path: Path) -> None:
+    from inspect_ai import eval as inspect_eval
+
+    from rsr.harness.oracle import oracle
+    from rsr.suites.inspect_tasks import harbor
+
+    suite = tmp_path / "suite"
+    for name, solve in (("home-honest", "echo 'Hello, world!' > /root/hello.txt\n"), ("home-planted", PLANTED_ENV)):
+        d = _task(suite, name, solve, HOME_TEST_SH)
+        toml = d / "task.toml"
+        toml.write_text(toml.read_text().replace('workdir = "/app"', 'workdir = "/root"'))
+    logs = inspect_eval([harbor(path=str(suite), integrity=mode) for mode in ("strict", "warn")], solver=oracle(),
+                        model="mockllm/model", log_dir=str(tmp_path / "logs"), display="none", max_tasks=2)
+    got = {}
+    for log in logs:
+        assert log.status == "success", log.error
+        for s in log.samples or []:
+            score = s.scores["verifier"]
+            got[(log.eval.task_args["integrity"], str(s.id))] = (score.value["passed"],
+                                                                 str(score.metadata["integrity"].get("dropped")))
+    assert got[("strict", "home-honest")][0] == 1.0, got
+    passed, dropped = got[("strict", "home-planted")]
+    assert passed == 0.0 and "/root/.local/bin/env: executed by the tests as they start" in dropped, got
+    # The attack is real: warn mode carries the planted file and the tests run it.
+    assert got[("warn", "home-planted")][0] == 1.0, got
