@@ -107,3 +107,21 @@ class UnknownOptionError(RsrError):
                          f"its options: {', '.join(valid) or 'none'}")
         self.unknown = unknown
 
+
+
+class OptionValueError(RsrError):
+    """A `-T`, `-S` or `-M` value of the wrong type or out of range (rsr.options checks them)."""
+
+    def __init__(self, owner: str, flag: str, name: str, value: object, problem: str,
+                 default: object = None) -> None:
+        import inspect
+
+        shown = value if isinstance(value, str) else repr(value)
+        fix = f"leave {flag} {name} out" + ("" if default is inspect.Parameter.empty or default is None
+                                             else f" for its default ({default})")
+        super().__init__(f"{owner}: {flag} {name}={shown}: {problem}; give a valid value or {fix}")
+        self.name = name
+
+
+class UserPathError(RsrError):
+    """A path option that cannot be used as asked (a file where a folder is needed, unwritable)."""

@@ -123,15 +123,15 @@ _TASK_ARG = Annotated[list[str] | None, typer.Option(
 _MODEL_ARG = Annotated[list[str] | None, typer.Option("-M", help="Model argument NAME=VALUE.")]
 _SOLVER_ARG = Annotated[list[str] | None, typer.Option(
     "-S", help="Agent argument NAME=VALUE, layered over the spec's agent_args.")]
-_LIMIT = Annotated[int | None, typer.Option("--limit", help="Only the first N samples of each suite.")]
+_LIMIT = Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N samples of each suite.")]
 _MAX_SAMPLES = Annotated[int | None, typer.Option(
-    "--max-samples", help="Samples run in parallel (overrides the spec).")]
-_TEMPERATURE = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature.")]
-_MAX_TOKENS = Annotated[int | None, typer.Option("--max-tokens", help="Output tokens per model call.")]
-_TOP_P = Annotated[float | None, typer.Option("--top-p", help="Nucleus sampling mass.")]
-_SEED = Annotated[int | None, typer.Option("--seed", help="Sampling seed (providers that take one).")]
+    "--max-samples", min=1, help="Samples run in parallel (overrides the spec).")]
+_TEMPERATURE = Annotated[float | None, typer.Option("--temperature", min=0.0, help="Sampling temperature.")]
+_MAX_TOKENS = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Output tokens per model call.")]
+_TOP_P = Annotated[float | None, typer.Option("--top-p", min=0.0, max=1.0, help="Nucleus sampling mass.")]
+_SEED = Annotated[int | None, typer.Option("--seed", min=0, help="Sampling seed (providers that take one).")]
 _MAX_CONNECTIONS = Annotated[int | None, typer.Option(
-    "--max-connections", help="Concurrent connections to the model provider.")]
+    "--max-connections", min=1, help="Concurrent connections to the model provider.")]
 _SPEC_ARG = Annotated[str, typer.Argument(help="Eval-set spec: a path or a name in evals/.")]
 
 

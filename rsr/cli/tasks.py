@@ -122,11 +122,11 @@ def check(
     target: str = typer.Argument(..., help="A suite name (core) or a path to tasks."),
     tasks: str | None = typer.Option(None, "--tasks", "-t", help="Only tasks matching these globs (comma-separated)."),
     exclude: str | None = typer.Option(None, "--exclude", "-x", help="Skip tasks matching these globs."),
-    runs: int = typer.Option(3, "--runs", help="Oracle runs per task; every run must pass."),
+    runs: int = typer.Option(3, "--runs", min=1, help="Oracle runs per task; every run must pass."),
     only: str | None = typer.Option(None, "--only",
                                     help="Comma-separated subset of: build,oracle,null,partial,isolation,leak."),
     log_dir: str = typer.Option("logs/tasks-check", "--log-dir", help="Where Inspect writes the .eval logs."),
-    max_sandboxes: int | None = typer.Option(None, "--max-sandboxes",
+    max_sandboxes: int | None = typer.Option(None, "--max-sandboxes", min=1,
                                              help="Concurrent sandboxes (Inspect default: 2 x CPUs)."),
     json_out: Path | None = typer.Option(None, "--json-out", help="Also write the report as JSON."),
 ) -> None:
@@ -183,9 +183,10 @@ def infer_deliverables(
     tasks: str | None = typer.Option(None, "--tasks", "-t", help="Only tasks matching these globs (comma-separated)."),
     out: Path | None = typer.Option(None, "--out", help="The file to merge the records into (default: rsr's "
                                     "cache, deliverables/<suite or folder>.json, where strict mode looks)."),
-    max_trials: int = typer.Option(24, "--max-trials", help="Test runs per task to prune roots the tests do not need."),
+    max_trials: int = typer.Option(24, "--max-trials", min=1,
+                                   help="Test runs per task to prune roots the tests do not need."),
     log_dir: str = typer.Option("logs/infer-deliverables", "--log-dir", help="Where Inspect writes the .eval log."),
-    max_sandboxes: int | None = typer.Option(None, "--max-sandboxes", help="Concurrent sandboxes."),
+    max_sandboxes: int | None = typer.Option(None, "--max-sandboxes", min=1, help="Concurrent sandboxes."),
 ) -> None:
     """Infer the deliverables of tasks that declare none, from their reference solutions run in
     Docker: what strict mode (`-T integrity=strict`) carries to their checker. Records are keyed
