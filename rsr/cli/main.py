@@ -14,6 +14,8 @@ app = typer.Typer(help="rsr: terminal tasks, harnesses, the RSR data factory, tr
 
 
 def _register() -> None:
+    if app.registered_groups:  # once: each call would add every sub-app again (main() in tests)
+        return
     # Sub-apps are imported here so that `rsr --help` stays fast and a broken optional part
     # (e.g. training without the [train] extra) does not break the rest of the CLI.
     from rsr.cli import doctor, tasks
@@ -113,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     _register()
     try:
         # The words as typed, for commands that print how to run them again (`rsr eval`'s resume).
-        result = app(args=argv, standalone_mode=False,
+        result = app(args=argv, standalone_mode=False, prog_name="rsr",
                      obj={"argv": list(sys.argv[1:] if argv is None else argv)})
     except RsrError as e:
         _one_line(str(e))

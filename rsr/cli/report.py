@@ -63,9 +63,8 @@ def verdict(
 
     try:
         found = suite_verdict(oracle, null)
-    except RsrError as e:  # a run that wrote no log: still one verdict line, saying why
-        Console(soft_wrap=True).print(f"verdict: none: {e}", markup=False, highlight=False)
-        raise typer.Exit(2) from None
+    except RsrError as e:  # a run that wrote no log: still one verdict line (on stderr), saying why
+        raise RsrError(f"verdict: none: {e}") from None
     Console(soft_wrap=True).print(found.line(), markup=False, highlight=False)
     if not found.healthy:
         raise typer.Exit(1)

@@ -98,12 +98,9 @@ def load_paper_table(path: Path | None = None) -> PaperTable:
     if path is None:
         text = resources.files("rsr.report").joinpath("data").joinpath(DEFAULT_PAPER_TABLE)
         return PaperTable.model_validate(yaml.safe_load(text.read_text()))
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise TaskFormatError(path, None, f"cannot read the reference table ({e.strerror})") from e
-    except yaml.YAMLError as e:
-        raise TaskFormatError(path, None, f"not valid YAML: {e}") from e
+    from rsr.yaml_model import read_yaml_mapping
+
+    data = read_yaml_mapping(path, "reference table (--paper)", TaskFormatError)
     try:
         return PaperTable.model_validate(data)
     except ValidationError as e:
