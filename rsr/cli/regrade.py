@@ -23,13 +23,10 @@ def regrade(
     every log is reproduced."""
     from rich.progress import Progress
 
-    from rsr.errors import RsrError
-    from rsr.report.logs import find_logs
+    from rsr.report.logs import readable_logs
     from rsr.verify.regrade import RegradeReport, regrade_log
 
-    files = find_logs(logs)
-    if not files:
-        raise RsrError("no .eval logs found in " + ", ".join(map(str, logs)))
+    files = readable_logs(logs)
     console = Console()
     reports: list[RegradeReport] = []
     with Progress(console=console, transient=True) as progress:

@@ -244,6 +244,28 @@ def find_logs(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
+def readable_logs(paths: Iterable[str | Path]) -> list[Path]:
+    """find_logs, with each log's header read first: a truncated, foreign or unreadable `.eval`
+    is one line naming the file before any command starts its work on the others."""
+    files = find_logs(paths)
+    if not files:
+        raise RsrError("no .eval logs found in " + ", ".join(map(str, paths))
+                       + " (name .eval files, or folders an `rsr eval` or `inspect eval` run wrote)")
+    check_headers(files)
+    return files
+
+
+def check_headers(files: Iterable[Path]) -> None:
+    from inspect_ai.log import read_eval_log
+
+    for path in files:
+        try:
+            read_eval_log(str(path), header_only=True)
+        except Exception as e:  # a truncated or foreign zip: say which file
+            raise RsrError(f"{path}: not a readable Inspect log ({type(e).__name__}: {e}); "
+                           "move it out of the way or name the other logs") from None
+
+
 def read_runs(folder: str | Path) -> tuple[dict[str, RunLog], list[str]]:
     """The latest run of each benchmark in a log folder, and notes on what was skipped.
 

@@ -361,3 +361,45 @@ def test_a_config_file_of_the_wrong_kind_is_one_line(what: str, argv: list[str],
         bad.write_bytes({"binary": BINARY, "not yaml": b"key: [unclosed\n  - x: {", "a list": b"- a\n- b\n",
                          "empty": b""}[content])
     _assert_user_error([a.replace("{}", str(bad)) for a in argv], tmp_path, names=str(bad))
+
+
+# --- logs read back: every parameter that names logs to read --------------------------------------
+
+LOG_INPUTS = [(path, cmd, p.name) for path, cmd in COMMANDS for p in cmd.params
+              if p.name in ("logs", "log_dirs") or (p.name.endswith("logs") and not p.name.startswith("log_dir"))]
+
+
+def _bad_log(kind: str, tmp: Path) -> Path:
+    import zipfile
+
+    folder = tmp / f"logs-{kind.replace(' ', '-')}"
+    folder.mkdir()
+    log = folder / "2026-01-01T00-00-00-00-00_core_x.eval"
+    if kind == "truncated":
+        with zipfile.ZipFile(log, "w") as z:
+            z.writestr("header.json", "{" + " " * 4000)
+        log.write_bytes(log.read_bytes()[:200])
+    elif kind == "foreign zip":
+        with zipfile.ZipFile(log, "w") as z:
+            z.writestr("hello.txt", "not a log")
+    else:  # eval_set's records beside nothing that reads
+        (folder / "eval-set.json").write_text('{"eval_set_id": "x", "tasks": []}')
+        log.write_bytes(BINARY)
+    return folder
+
+
+def test_log_inputs_are_found() -> None:
+    assert {" ".join(p) for p, _, _ in LOG_INPUTS} >= {"regrade", "review", "trajectories export",
+                                                       "report table5", "leaderboard check"}
+
+
+@pytest.mark.parametrize(("path", "cmd", "name"), LOG_INPUTS, ids=_ids(LOG_INPUTS))
+@pytest.mark.parametrize("kind", ["truncated", "foreign zip", "eval-set folder"])
+@pytest.mark.parametrize("as_folder", [True, False], ids=["folder", "file"])
+def test_a_log_that_cannot_be_read_is_one_line(path: list[str], cmd: Any, name: str, kind: str, as_folder: bool,
+                                               tmp_path: Path) -> None:
+    folder = _bad_log(kind, tmp_path)
+    given = folder if as_folder else next(folder.glob("*.eval"))
+    out = {p.name: str(tmp_path / "out") for p in cmd.params if p.required and p.name in ("out",)}
+    _assert_user_error(_argv(path, cmd, {name: str(given), **out}), tmp_path)
+    assert not (tmp_path / "out").exists(), "an output folder was made for logs that cannot be read"
