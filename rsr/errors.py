@@ -83,8 +83,10 @@ class DatasetLoadError(RsrError):
 
     def __init__(self, errors: list[TaskFormatError]) -> None:
         self.errors = errors
-        lines = "\n".join(f"  - {e}" for e in errors)
-        super().__init__(f"{len(errors)} invalid task(s):\n{lines}")
+        # One line: the first task's problem, and how many others (`rsr tasks lint` lists them all).
+        more = (f" (and {len(errors) - 1} more; `rsr tasks lint FOLDER` lists every one)"
+                if len(errors) > 1 else "")
+        super().__init__(f"{len(errors)} invalid task(s): {errors[0]}{more}")
 
 
 def closest(name: str, choices: Iterable[str]) -> str | None:

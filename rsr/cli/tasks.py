@@ -31,6 +31,7 @@ def lint(
 
     from rsr.errors import DatasetLoadError, TaskFormatError
     from rsr.sandbox.compose import compose_differences
+    from rsr.tasks.host_fit import host_fit, no_task_here
     from rsr.tasks.load import find_task_dirs, load_task
 
     if network not in ("task", "none"):
@@ -43,7 +44,13 @@ def lint(
                          "harbor_differences": [],
                          "errors": [{"file": str(root), "field": None, "message": "path does not exist"}]})
             continue
-        for task_dir in find_task_dirs(root):
+        task_dirs = find_task_dirs(root)
+        if not task_dirs:  # say why, not just "0 task(s)"
+            rows.append({"path": str(root), "name": root.name, "format": None, "status": "invalid",
+                         "category": None, "difficulty": None, "warnings": [], "network": None,
+                         "harbor_differences": [],
+                         "errors": [{"file": str(root), "field": None, "message": no_task_here(root)}]})
+        for task_dir in task_dirs:
             fmt = "harbor" if (task_dir / "task.toml").is_file() else "terminal-bench-1"
             row = {"path": str(task_dir), "name": task_dir.name, "format": fmt, "status": "ok",
                    "category": None, "difficulty": None, "errors": [], "warnings": [], "network": None,
@@ -56,6 +63,11 @@ def lint(
                            network="internet" if internet else "none", network_policy=network,
                            parser=task.parser_name,
                            harbor_differences=task.harbor_differences() + compose_differences(task))
+                fit = host_fit(task)  # valid, but cannot run (here): CRLF, relative workdir, USER...
+                row["warnings"] += fit.warnings
+                if fit.errors:
+                    row.update(status="invalid", errors=[{"file": f, "field": k, "message": m}
+                                                         for f, k, m in fit.errors])
             except TaskFormatError as e:
                 row.update(status="invalid", errors=[e.to_dict()])
             except DatasetLoadError as e:
