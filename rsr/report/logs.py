@@ -266,6 +266,22 @@ def check_headers(files: Iterable[Path]) -> None:
                            "move it out of the way or name the other logs") from None
 
 
+def superseded(files: list[Path]) -> dict[Path, str]:
+    """Logs a later run replaced: an unfinished log (a killed run's `started`, a `cancelled` or
+    `error` one) beside a successful log of the same suite in the same folder, which is what a
+    resumed `rsr eval` leaves. Each with why, as `rsr report table5` says it."""
+    from inspect_ai.log import read_eval_log
+
+    heads = {}
+    for path in files:
+        head = read_eval_log(str(path), header_only=True)
+        heads[path] = (path.parent, benchmark_of(head.eval.task), head.status)
+    done = {(folder, bench): path for path, (folder, bench, status) in heads.items() if status == "success"}
+    return {path: f"{bench}: using {done[(folder, bench)].name} (success); skipped {path.name} ({status})"
+            for path, (folder, bench, status) in heads.items()
+            if status != "success" and (folder, bench) in done}
+
+
 def read_runs(folder: str | Path) -> tuple[dict[str, RunLog], list[str]]:
     """The latest run of each benchmark in a log folder, and notes on what was skipped.
 
