@@ -49,6 +49,20 @@ else:
     PrerequisiteError = _prerequisite_error()
 
 
+def plain_line(message: str) -> str:
+    """Inspect's prerequisite messages as one plain line: their rich markup
+    (`[bold][blue]OPENAI_API_KEY[/blue][/bold]`) rendered away and their lines joined."""
+    from rich.errors import MarkupError
+    from rich.text import Text
+
+    try:
+        message = Text.from_markup(message).plain
+    except MarkupError:
+        pass
+    message = " ".join(message.split())
+    return message.removeprefix("ERROR: ")
+
+
 class RsrError(PrerequisiteError):
     """A problem the user can fix; the message says how."""
 

@@ -53,9 +53,9 @@ def invocation(ctx: typer.Context) -> str:
 def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: str | None,
          agent: str | None, task_arg: list[str], model_arg: list[str], strict: bool,
          options: dict[str, Any], command: str) -> None:
-    from rsr.cli.checks import output_dir
     from rsr.report.evalset import check_model, check_model_ready, find_spec, load_eval_set, run_eval_set
     from rsr.report.runguard import RunInterrupted
+    from rsr.user_paths import output_dir
 
     check_model(model)  # a typo'd provider: one line, before anything is printed or loaded
     output_dir(log_dir, "--log-dir")

@@ -7,7 +7,7 @@ import sys
 import typer
 from rich.console import Console
 
-from rsr.errors import PrerequisiteError, RsrError
+from rsr.errors import PrerequisiteError, RsrError, plain_line
 
 app = typer.Typer(help="rsr: terminal tasks, harnesses, the RSR data factory, training and reports.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -80,20 +80,6 @@ def _one_line(message: str) -> None:
 
     # soft_wrap: a long path stays on one line (a terminal wraps it; a log keeps it whole).
     Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
-
-
-def plain_line(message: str) -> str:
-    """Inspect's prerequisite messages as one plain line: their rich markup
-    (`[bold][blue]OPENAI_API_KEY[/blue][/bold]`) rendered away and their lines joined."""
-    from rich.errors import MarkupError
-    from rich.text import Text
-
-    try:
-        message = Text.from_markup(message).plain
-    except MarkupError:
-        pass
-    message = " ".join(message.split())
-    return message.removeprefix("ERROR: ")
 
 
 def usage_message(e: Exception) -> str:

@@ -92,11 +92,11 @@ def rehearse(out: Annotated[Path, typer.Option("--out", help="Folder for everyth
     """Rehearse the whole Table 5 journey offline: fetch a stand-in suite with Harbor's downloader,
     evaluate it (rsr/oracle, real Docker sandboxes, real verifier), report, add to a test
     leaderboard, build the site. Prints each step and where its output is."""
-    from rsr.cli.checks import output_dir
     from rsr.sandbox.gpu import needs_gpu
     from rsr.suites.registry import PIN_RECORD, SUITES
     from rsr.suites.standin import build_registry_repo, publish, serve_git
     from rsr.tasks.load import load_dataset
+    from rsr.user_paths import output_dir
 
     console = Console(soft_wrap=True, highlight=False)
     output_dir(out, "--out")

@@ -33,8 +33,8 @@ def export(
         raise RsrError(f"--only must be all, passed or failed, not {only!r}")
     if view not in ("public", "terminus2", "as-run"):
         raise RsrError(f"--view must be public, terminus2 or as-run, not {view!r}")
-    from rsr.cli.checks import output_dir
     from rsr.trajectories.export import expand
+    from rsr.user_paths import output_dir
 
     output_dir(out, "--out")
     summary = export_logs(expand(logs), fmt, out, only, tuple(keep), view)  # type: ignore[arg-type]

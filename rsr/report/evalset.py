@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rsr.bundled import bundled
 from rsr.config_paths import resolve
-from rsr.errors import OptionValueError, RsrError, TaskFormatError, UnknownOptionError, closest
+from rsr.errors import OptionValueError, RsrError, TaskFormatError, UnknownOptionError, closest, plain_line
 from rsr.report.runguard import RunInterrupted, interruptible, log_dir_lock, remove_own_containers
 from rsr.yaml_model import load_yaml_model
 
@@ -239,8 +239,6 @@ def check_model_ready(model: str | None, model_args: dict[str, Any]) -> None:
             try:
                 get_model(name.strip(), memoize=False, **model_args)
             except PrerequisiteError as e:
-                from rsr.cli.main import plain_line
-
                 raise RsrError(f"--model {name}: {plain_line(str(e))}") from None
             except Exception:  # anything else is Inspect's to report when the run starts
                 pass
