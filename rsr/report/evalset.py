@@ -232,6 +232,10 @@ def check_model_ready(model: str | None, model_args: dict[str, Any]) -> None:
             if path is not None and not Path(str(path)).expanduser().is_dir():
                 raise RsrError(f"-M model_path={path}: no such folder; name the folder holding the "
                                "model's config.json and weights")
+        elif provider == "rsr-scripted" and model_args.get("fixture") is not None:
+            from rsr.factory.scripted import load_fixture
+
+            load_fixture(str(model_args["fixture"]))  # not YAML, not rules: one line, now
         elif provider in _KEYED_PROVIDERS:
             from inspect_ai._util.error import PrerequisiteError
             from inspect_ai.model import get_model

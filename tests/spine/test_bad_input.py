@@ -403,3 +403,42 @@ def test_a_log_that_cannot_be_read_is_one_line(path: list[str], cmd: Any, name: 
     out = {p.name: str(tmp_path / "out") for p in cmd.params if p.required and p.name in ("out",)}
     _assert_user_error(_argv(path, cmd, {name: str(given), **out}), tmp_path)
     assert not (tmp_path / "out").exists(), "an output folder was made for logs that cannot be read"
+
+
+# --- rsr eval's start-up checks: before anything is printed or written -----------------------------
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["--model", "openai/gpt-4o"], "--model openai/gpt-4o: Unable to initialise OpenAI client No OPENAI_API_KEY"),
+    (["--model", "hf/local"], "--model hf/local: a local Hugging Face model needs its weights: -M model_path=DIR"),
+    (["--model", "hf/local", "-M", "model_path=/nonexistent-weights"], "-M model_path=/nonexistent-weights: no such"),
+    (["--model", "rsr-scripted/agent", "-M", "fixture={binary}"], "not a text file"),
+    (["--model", "rsr-scripted/agent", "-M", "fixture={notyaml}"], "not valid YAML at line"),
+    (["--model", "mockllm/model", "-T", "tasks=hello-world", "-T", "tasks=semver-sort"],
+     "-T tasks given twice (tasks=hello-world and tasks=semver-sort); give it once, e.g. -T tasks=a,b"),
+    (["--model", "mockllm/model", "-S", "max_episodes=1", "-S", "max_episodes=2"], "-S max_episodes given twice"),
+    (["--model", "mockllm/model", "--log-dir", "{binary}"], "is a file, not a folder"),
+], ids=["no API key", "hf/local without weights", "model_path missing", "fixture binary", "fixture not YAML",
+        "-T twice", "-S twice", "log dir a file"])
+def test_eval_run_start_up_checks_are_one_line_and_write_nothing(
+        argv: list[str], expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("AZUREAI_OPENAI_API_KEY", raising=False)
+    binary, notyaml = tmp_path / "f.bin", tmp_path / "f.yaml"
+    binary.write_bytes(BINARY)
+    notyaml.write_text("rules: [\n  - role: x\n  oops: {\n")
+    words = [w.format(binary=binary, notyaml=notyaml) for w in argv]
+    if "--log-dir" not in words:
+        words += ["--log-dir", str(tmp_path / "logs")]
+    line = _assert_user_error(["eval", "run", str(REPO / "evals" / "core.yaml"), *words], tmp_path)
+    assert expected in line, line
+    assert not (tmp_path / "logs").exists()
+
+
+def test_eval_show_builds_every_suite_and_names_a_missing_task(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: x\nsuites:\n  - task: rsr/core\n"
+                    f"    args: {{tasks: no-such-task, path: {REPO / 'tasks' / 'core'}}}\n")
+    line = _assert_user_error(["eval", "show", str(spec)], tmp_path)
+    assert "suite core:" in line and "no tasks found matching 'no-such-task'" in line
+    spec.write_text("name: x\nsuites:\n  - task: rsr/cor\n")
+    assert "(did you mean rsr/core?)" in _assert_user_error(["eval", "show", str(spec)], tmp_path)
