@@ -294,12 +294,18 @@ def _config_cases() -> list[tuple[str, list[str], str, Any]]:
     """(what, argv with {} for the file, a valid example file, its model)."""
     from rsr.factory.config import FactoryConfig
     from rsr.report.evalset import EvalSetConfig
+    from rsr.report.leaderboard import BoardConfig
+    from rsr.rl.config import RLConfig
+    from rsr.rounds.config import RoundsConfig
     from rsr.training.config import TrainRecipe
 
     return [
         ("eval-set spec", ["eval", "show", "{}"], "evals/core.yaml", EvalSetConfig),
         ("factory config", ["factory", "status", "{}"], "examples/factory-smoke.yaml", FactoryConfig),
         ("train recipe", ["train", "run", "{}", "--check"], "training/recipes/tiny-cpu.yaml", TrainRecipe),
+        ("RL config", ["rl", "{}", "--check"], "examples/rl-tiny.yaml", RLConfig),
+        ("rounds config", ["rounds", "status", "{}"], "examples/rounds-smoke.yaml", RoundsConfig),
+        ("board file", ["leaderboard", "pin", "tb2", "--board", "{}"], "leaderboards/board.yaml", BoardConfig),
     ]
 
 
