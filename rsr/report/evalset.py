@@ -345,6 +345,8 @@ def run_eval_set(
     if not tasks:
         raise RsrError(f"eval set {spec.name!r}: none of its suites is available here")
     agent_args = {**spec.agent_args, **(solver_args or {})}
+    if (agent or spec.agent) in rsr._registry.HARNESSES:  # -S names and values: one line, before the lock
+        rsr._registry.HARNESSES[agent or spec.agent](**agent_args)
     # `inspect view` lists logs by task: the oracle's run and the null run of rsr/core look the
     # same unless the agent is among the log's tags (Inspect never tells a task its solver).
     agent_name = agent or spec.agent

@@ -423,8 +423,11 @@ def test_a_log_that_cannot_be_read_is_one_line(path: list[str], cmd: Any, name: 
      "-T tasks given twice (tasks=hello-world and tasks=semver-sort); give it once, e.g. -T tasks=a,b"),
     (["--model", "mockllm/model", "-S", "max_episodes=1", "-S", "max_episodes=2"], "-S max_episodes given twice"),
     (["--model", "mockllm/model", "--log-dir", "{binary}"], "is a file, not a folder"),
+    (["--model", "mockllm/model", "-S", "max_episodes=0"], "rsr/terminus2: -S max_episodes=0: input should be"),
+    (["--model", "mockllm/model", "-S", "reply_format=yaml"], "rsr/terminus2: -S reply_format=yaml: "),
+    (["--model", "mockllm/model", "-T", "evidence=maybe"], "rsr/core: -T evidence=maybe: expected true or false"),
 ], ids=["no API key", "hf/local without weights", "model_path missing", "fixture binary", "fixture not YAML",
-        "-T twice", "-S twice", "log dir a file"])
+        "-T twice", "-S twice", "log dir a file", "-S out of range", "-S not a choice", "-T not a bool"])
 def test_eval_run_start_up_checks_are_one_line_and_write_nothing(
         argv: list[str], expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
