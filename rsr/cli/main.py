@@ -133,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
             if type(e).__name__ == "Abort":
                 _one_line("aborted")
                 return 1
+            message = e.format_message() if hasattr(e, "format_message") else str(e)
+            if not message.strip():  # `rsr eval` alone: the help was the answer, no error to add
+                if type(e).__name__ == "NoArgsIsHelpError" or not hasattr(e, "format_message"):
+                    e.show()
+                return getattr(e, "exit_code", 2) or 2
             _one_line(usage_message(e))
             return getattr(e, "exit_code", 2) or 2
         return _bug(e)
