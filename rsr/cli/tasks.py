@@ -157,10 +157,14 @@ def check(
         reports = check_tasks(target, tasks, exclude, runs=runs, checks=selected, log_dir=log_dir,
                               max_sandboxes=max_sandboxes, progress=lambda m: status.update(m))
     if not reports:
+        from rsr.errors import RsrError
+        from rsr.suites.check import resolve_target
+        from rsr.tasks.host_fit import no_task_here
+
         filters = " ".join(f"{k} {v!r}" for k, v in (("--tasks", tasks), ("--exclude", exclude)) if v)
-        console.print(f"[red]no task of {target} to check{' matches ' + filters if filters else ''}[/red]"
-                      f" (`rsr tasks lint {target}` lists them)", highlight=False)
-        raise typer.Exit(1)
+        if filters:
+            raise RsrError(f"no task of {target} matches {filters} (`rsr tasks lint {target}` lists them)")
+        raise RsrError(no_task_here(resolve_target(target)))
     table = Table("task", "oracle", "null", "partial", "build s", "image MB", "oracle s", "result")
     for r in sorted(reports, key=lambda r: r.name):
         table.add_row(
