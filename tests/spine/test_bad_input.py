@@ -451,3 +451,22 @@ def test_eval_show_builds_every_suite_and_names_a_missing_task(tmp_path: Path) -
     assert "suite core:" in line and "no tasks found matching 'no-such-task'" in line
     spec.write_text("name: x\nsuites:\n  - task: rsr/cor\n")
     assert "(did you mean rsr/core?)" in _assert_user_error(["eval", "show", str(spec)], tmp_path)
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--solver", "rsr/terminus2", "-S", "max_episodes=0"], "rsr/terminus2: -S max_episodes=0: input should be"),
+    (["--solver", "rsr/oracle", "-T", "evidence=maybe"], "rsr/core: -T evidence=maybe: expected true or false"),
+], ids=["-S out of range", "-T not a bool"])
+def test_inspect_eval_refuses_a_wrong_option_value_in_one_line(args: list[str], expected: str, tmp_path: Path) -> None:
+    # Plain `inspect eval` goes through the same checks: they live in the factories, not in rsr's CLI.
+    import subprocess
+    import sys
+
+    inspect_bin = Path(sys.executable).with_name("inspect")
+    done = subprocess.run([str(inspect_bin), "eval", "rsr/core", "-T", "tasks=hello-world", *args, "--model",
+                           "mockllm/model", "--log-dir", str(tmp_path / "logs")],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode != 0 and "Traceback" not in out, out
+    assert expected in out, out
+    assert not list((tmp_path / "logs").glob("*.eval")), "the eval ran"
