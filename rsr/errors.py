@@ -49,6 +49,20 @@ else:
     PrerequisiteError = _prerequisite_error()
 
 
+def plain_line(message: str) -> str:
+    """Inspect's prerequisite messages as one plain line: their rich markup
+    (`[bold][blue]OPENAI_API_KEY[/blue][/bold]`) rendered away and their lines joined."""
+    from rich.errors import MarkupError
+    from rich.text import Text
+
+    try:
+        message = Text.from_markup(message).plain
+    except MarkupError:
+        pass
+    message = " ".join(message.split())
+    return message.removeprefix("ERROR: ")
+
+
 class RsrError(PrerequisiteError):
     """A problem the user can fix; the message says how."""
 
@@ -83,8 +97,10 @@ class DatasetLoadError(RsrError):
 
     def __init__(self, errors: list[TaskFormatError]) -> None:
         self.errors = errors
-        lines = "\n".join(f"  - {e}" for e in errors)
-        super().__init__(f"{len(errors)} invalid task(s):\n{lines}")
+        # One line: the first task's problem, and how many others (`rsr tasks lint` lists them all).
+        more = (f" (and {len(errors) - 1} more; `rsr tasks lint FOLDER` lists every one)"
+                if len(errors) > 1 else "")
+        super().__init__(f"{len(errors)} invalid task(s): {errors[0]}{more}")
 
 
 def closest(name: str, choices: Iterable[str]) -> str | None:
@@ -107,3 +123,21 @@ class UnknownOptionError(RsrError):
                          f"its options: {', '.join(valid) or 'none'}")
         self.unknown = unknown
 
+
+
+class OptionValueError(RsrError):
+    """A `-T`, `-S` or `-M` value of the wrong type or out of range (rsr.options checks them)."""
+
+    def __init__(self, owner: str, flag: str, name: str, value: object, problem: str,
+                 default: object = None) -> None:
+        import inspect
+
+        shown = value if isinstance(value, str) else repr(value)
+        fix = f"leave {flag} {name} out" + ("" if default is inspect.Parameter.empty or default is None
+                                             else f" for its default ({default})")
+        super().__init__(f"{owner}: {flag} {name}={shown}: {problem}; give a valid value or {fix}")
+        self.name = name
+
+
+class UserPathError(RsrError):
+    """A path option that cannot be used as asked (a file where a folder is needed, unwritable)."""

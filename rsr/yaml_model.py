@@ -20,14 +20,27 @@ M = TypeVar("M", bound=BaseModel)
 def read_yaml_mapping(path: str | Path, what: str = "file",
                       error: type[FileFormatError] = FileFormatError) -> dict[str, Any]:
     path = Path(path)
+    if path.is_dir():
+        raise error(path, None, f"is a folder; expected a {what} (a YAML file)")
     if not path.is_file():
         raise error(path, None, f"{what} not found")
     try:
-        data = yaml.safe_load(path.read_text())
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise error(path, None, f"not a text file; expected a {what} (YAML)") from None
+    except OSError as e:
+        raise error(path, None, f"cannot be read ({e.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise error(path, None, f"not valid YAML: {e}") from e
+        # One line: the parser's message spans several, with a caret under the column.
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise error(path, None, f"not valid YAML{where}: {problem}") from None
     if not isinstance(data, dict):
-        raise error(path, None, f"a {what} is a YAML mapping")
+        raise error(path, None, f"expected a {what}: a YAML mapping of keys, got "
+                                f"{type(data).__name__ if data is not None else 'an empty file'}")
     return data
 
 

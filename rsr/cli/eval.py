@@ -12,14 +12,17 @@ from rich.console import Console
 app = typer.Typer(help="Run eval sets (suites x epochs, resumable).", no_args_is_help=True)
 
 
-def _task_args(values: list[str]) -> dict[str, object]:
+def _task_args(values: list[str], flag: str = "-T") -> dict[str, object]:
     from rsr.errors import RsrError
 
     out: dict[str, object] = {}
     for item in values:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise RsrError(f"-T {item!r}: expected NAME=VALUE")
+            raise RsrError(f"{flag} {item!r}: expected NAME=VALUE")
+        if key in out:  # the last would silently win: `-T tasks=a -T tasks=b` ran only b
+            raise RsrError(f"{flag} {key} given twice ({key}={out[key]} and {item}); give it once, "
+                           f"e.g. {flag} {key}=a,b for a list")
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -34,7 +37,7 @@ def run_options(solver_arg: list[str] | None, limit: int | None, max_samples: in
     `run_eval_set`'s keyword arguments."""
     generate = {"temperature": temperature, "max_tokens": max_tokens, "top_p": top_p,
                 "seed": seed, "max_connections": max_connections}
-    return {"solver_args": _task_args(solver_arg or []), "limit": limit, "max_samples": max_samples,
+    return {"solver_args": _task_args(solver_arg or [], "-S"), "limit": limit, "max_samples": max_samples,
             "generate": {k: v for k, v in generate.items() if v is not None}}
 
 
@@ -50,10 +53,14 @@ def invocation(ctx: typer.Context) -> str:
 def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: str | None,
          agent: str | None, task_arg: list[str], model_arg: list[str], strict: bool,
          options: dict[str, Any], command: str) -> None:
-    from rsr.report.evalset import check_model, find_spec, load_eval_set, run_eval_set
+    from rsr.report.evalset import check_model, check_model_ready, find_spec, load_eval_set, run_eval_set
     from rsr.report.runguard import RunInterrupted
+    from rsr.user_paths import output_dir
 
     check_model(model)  # a typo'd provider: one line, before anything is printed or loaded
+    output_dir(log_dir, "--log-dir")
+    task_args, model_args = _task_args(task_arg), _task_args(model_arg, "-M")
+    check_model_ready(model, model_args)  # no API key, hf/local without model_path
     spec_path = find_spec(spec_name)
     spec = load_eval_set(spec_path).select(suites.split(",") if suites else None)
     console = Console()
@@ -68,7 +75,7 @@ def _run(spec_name: str, model: str, label: str | None, log_dir: Path, suites: s
 
     try:
         ok, logs = run_eval_set(spec, model=model, log_dir=log_dir, label=label, agent=agent,
-                                task_args=_task_args(task_arg), model_args=_task_args(model_arg),
+                                task_args=task_args, model_args=model_args,
                                 skip_unavailable=not strict, on_skip=skipped, command=command,
                                 display=_display(), **options)
     except RunInterrupted as e:
@@ -123,15 +130,15 @@ _TASK_ARG = Annotated[list[str] | None, typer.Option(
 _MODEL_ARG = Annotated[list[str] | None, typer.Option("-M", help="Model argument NAME=VALUE.")]
 _SOLVER_ARG = Annotated[list[str] | None, typer.Option(
     "-S", help="Agent argument NAME=VALUE, layered over the spec's agent_args.")]
-_LIMIT = Annotated[int | None, typer.Option("--limit", help="Only the first N samples of each suite.")]
+_LIMIT = Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N samples of each suite.")]
 _MAX_SAMPLES = Annotated[int | None, typer.Option(
-    "--max-samples", help="Samples run in parallel (overrides the spec).")]
-_TEMPERATURE = Annotated[float | None, typer.Option("--temperature", help="Sampling temperature.")]
-_MAX_TOKENS = Annotated[int | None, typer.Option("--max-tokens", help="Output tokens per model call.")]
-_TOP_P = Annotated[float | None, typer.Option("--top-p", help="Nucleus sampling mass.")]
-_SEED = Annotated[int | None, typer.Option("--seed", help="Sampling seed (providers that take one).")]
+    "--max-samples", min=1, help="Samples run in parallel (overrides the spec).")]
+_TEMPERATURE = Annotated[float | None, typer.Option("--temperature", min=0.0, help="Sampling temperature.")]
+_MAX_TOKENS = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Output tokens per model call.")]
+_TOP_P = Annotated[float | None, typer.Option("--top-p", min=0.0, max=1.0, help="Nucleus sampling mass.")]
+_SEED = Annotated[int | None, typer.Option("--seed", min=0, help="Sampling seed (providers that take one).")]
 _MAX_CONNECTIONS = Annotated[int | None, typer.Option(
-    "--max-connections", help="Concurrent connections to the model provider.")]
+    "--max-connections", min=1, help="Concurrent connections to the model provider.")]
 _SPEC_ARG = Annotated[str, typer.Argument(help="Eval-set spec: a path or a name in evals/.")]
 
 
@@ -172,7 +179,12 @@ def run(ctx: typer.Context, spec: _SPEC_ARG, model: _MODEL, log_dir: _LOG_DIR, l
 @app.command("show")
 def show(spec: _SPEC_ARG) -> None:
     """Validate a spec and print it resolved."""
-    from rsr.report.evalset import find_spec, load_eval_set
+    from rsr.report.evalset import check_spec, find_spec, load_eval_set
 
     path = find_spec(spec)
-    Console().print_json(load_eval_set(path).model_dump_json())
+    loaded = load_eval_set(path)
+    absent = check_spec(loaded)  # every suite built as a run would build it: names, args, tasks
+    Console().print_json(loaded.model_dump_json())
+    if absent:
+        Console(stderr=True).print(f"valid; not on this machine (a run skips or refuses them): "
+                                   f"{', '.join(absent)}", highlight=False)

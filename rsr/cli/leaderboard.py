@@ -20,12 +20,14 @@ DEFAULT_BOARD = Path("leaderboards")
 def _validate_all(logs: list[Path], board_dir: Path, regrade: bool | None = None) -> list:
     from rsr.errors import RsrError
     from rsr.report.leaderboard import LogValidationError, load_board, validate_log
-    from rsr.report.logs import find_logs
+    from rsr.report.logs import readable_logs, superseded
 
     board = load_board(board_dir)
-    files = find_logs(logs)
-    if not files:
-        raise RsrError("no .eval logs found in " + ", ".join(map(str, logs)))
+    files = readable_logs(logs)
+    # A resumed run's folder keeps the killed run's unfinished log: the finished one counts.
+    for path, note in superseded(files).items():
+        files.remove(path)
+        Console(stderr=True).print(f"note: {note}", highlight=False, markup=False)
     ok, failures = [], []
     for f in files:
         try:
@@ -136,16 +138,77 @@ def build(
 def pin(
     suite: Annotated[str, typer.Argument(help="Suite on the board, e.g. core or tb2.")],
     board: _BOARD = DEFAULT_BOARD,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print the board file as it would be written; write nothing.")] = False,
 ) -> None:
-    """Print the digest of a suite's tasks on disk (for `digest:` in board.yaml)."""
+    """Pin a suite: write the digest of its tasks on disk into board.yaml (suites.SUITE.digest)
+    and print it."""
     from rsr.errors import RsrError
     from rsr.report.leaderboard import load_board, task_set_digest
 
     cfg = load_board(board)
     if suite not in cfg.config.suites:
-        raise RsrError(f"suite {suite!r} is not in {cfg.path}")
+        raise RsrError(f"suite {suite!r} is not in {cfg.path} (its suites: {', '.join(cfg.config.suites)}); "
+                       f"add `{suite}: {{}}` under `suites:` first")
     tasks = cfg.suite_tasks(suite)
-    print(task_set_digest((n, t.digest) for n, t in tasks.items()))
+    digest = task_set_digest((n, t.digest) for n, t in tasks.items())
+    text = pinned_text(cfg.path.read_text(encoding="utf-8"), suite, digest)
+    if dry_run:
+        print(text, end="")
+        return
+    tmp = cfg.path.with_name(f".{cfg.path.name}.pin")
+    tmp.write_text(text, encoding="utf-8")
+    try:
+        load_board(tmp)  # the edited file must still be a valid board before it replaces the old one
+    except RsrError:
+        tmp.unlink()
+        raise RsrError(f"{cfg.path}: could not add suites.{suite}.digest to it without breaking it; "
+                       f"add `digest: {digest}` under suites.{suite} by hand") from None
+    tmp.replace(cfg.path)
+    print(digest)
+    Console(stderr=True).print(f"pinned: wrote suites.{suite}.digest to {cfg.path}", highlight=False)
+
+
+def pinned_text(text: str, suite: str, digest: str) -> str:
+    """board.yaml with suites.SUITE.digest set, its comments and layout kept (a line edited or
+    added in the suite's block); a flow-style entry is rewritten in block style."""
+    import re
+
+    lines = text.splitlines(keepends=True)
+    in_suites, start, indent = False, None, ""
+    for i, line in enumerate(lines):
+        if re.match(r"^suites:\s*(#.*)?$", line):
+            in_suites = True
+            continue
+        if in_suites and line.strip() and not line.startswith((" ", "\t")):
+            break  # the next top-level key
+        found = re.match(rf"^(\s+){re.escape(suite)}:\s*(.*?)\s*$", line) if in_suites else None
+        if found:
+            start, indent = i, found.group(1)
+            rest = found.group(2)
+            if rest.startswith("{"):  # `tb4: {}` or `tb4: {path: x}`: block style, then the digest
+                import json
+
+                import yaml
+
+                inner = yaml.safe_load(rest) or {}
+                inner["digest"] = digest
+                # JSON is YAML's flow style: each value on its one line, quoted where it must be.
+                block = "".join(f"{indent}  {k}: {json.dumps(v)}\n" for k, v in inner.items())
+                return "".join(lines[:i]) + f"{indent}{suite}:\n" + block + "".join(lines[i + 1:])
+            break
+    if start is None:
+        raise ValueError(f"suite {suite} not found under suites:")
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or lines[end].startswith(indent + " ")):
+        if re.match(rf"^{indent}\s+digest:", lines[end]):
+            child = lines[end][:len(lines[end]) - len(lines[end].lstrip())]
+            lines[end] = f"{child}digest: '{digest}'\n"
+            return "".join(lines)
+        end += 1
+    child = next((ln[:len(ln) - len(ln.lstrip())] for ln in lines[start + 1:end] if ln.strip()), indent + "  ")
+    lines.insert(start + 1, f"{child}digest: '{digest}'\n")
+    return "".join(lines)
 
 
 @app.command()

@@ -27,14 +27,12 @@ def regrade(
     from rich.progress import Progress
 
     from rsr.errors import RsrError
-    from rsr.report.logs import find_logs
+    from rsr.report.logs import readable_logs
     from rsr.verify.regrade import RegradeReport, regrade_log
 
     if integrity not in (None, "strict", "warn"):
         raise RsrError(f"--integrity {integrity!r}: expected strict or warn")
-    files = find_logs(logs)
-    if not files:
-        raise RsrError("no .eval logs found in " + ", ".join(map(str, logs)))
+    files = readable_logs(logs)
     console = Console()
     reports: list[RegradeReport] = []
     with Progress(console=console, transient=True) as progress:

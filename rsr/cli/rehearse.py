@@ -85,6 +85,9 @@ def _board_yaml(gpu_tasks: list[str], digest: str | None = None) -> str:
 
 def rehearse(out: Annotated[Path, typer.Option("--out", help="Folder for everything the rehearsal "
                                                 "writes (an earlier rehearsal's is replaced).")] = Path("rehearsal"),
+             install_harbor: Annotated[bool, typer.Option(
+                 "--install-harbor", help="Install Harbor 0.26 (the fetch step's downloader) into "
+                                          ".cache/hvenv first if it is missing (needs PyPI).")] = False,
              ) -> None:
     """Rehearse the whole Table 5 journey offline: fetch a stand-in suite with Harbor's downloader,
     evaluate it (rsr/oracle, real Docker sandboxes, real verifier), report, add to a test
@@ -93,14 +96,17 @@ def rehearse(out: Annotated[Path, typer.Option("--out", help="Folder for everyth
     from rsr.suites.registry import PIN_RECORD, SUITES
     from rsr.suites.standin import build_registry_repo, publish, serve_git
     from rsr.tasks.load import load_dataset
+    from rsr.user_paths import output_dir
 
     console = Console(soft_wrap=True, highlight=False)
+    output_dir(out, "--out")
     out = out.resolve()
+    # Only an earlier rehearsal's folder is emptied: --out . must not delete a checkout.
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / SUMMARY).is_file())):
+        raise RsrError(f"--out {out}: exists and is not an earlier rehearsal's folder (no {SUMMARY}); "
+                       "name a new or empty folder")
+    _need_harbor(console, install_harbor)  # the first line says how to get it, before anything is written
     if out.exists():
-        # Only an earlier rehearsal's folder is emptied: --out . must not delete a checkout.
-        if not out.is_dir() or (any(out.iterdir()) and not (out / SUMMARY).is_file()):
-            raise RsrError(f"--out {out}: exists and is not an earlier rehearsal's folder (no {SUMMARY}); "
-                           "name a new or empty folder")
         shutil.rmtree(out)
     out.mkdir(parents=True)
     spec = SUITES[SUITE]
@@ -165,6 +171,27 @@ def rehearse(out: Annotated[Path, typer.Option("--out", help="Folder for everyth
     run("Build the leaderboard site", ["leaderboard", "build", "--out", str(site), "--board", str(board)],
         [site / "index.html", board / "README.md"])
     _finish(console, out, source, steps, ok=True)
+
+
+def _need_harbor(console: Console, install: bool) -> None:
+    from rsr.suites.registry import find_harbor
+
+    try:
+        find_harbor()
+        return
+    except RsrError:
+        if not install:
+            from rsr.suites.harbor_install import how_to_install
+
+            raise RsrError("the rehearsal fetches its suite with Harbor 0.26's downloader, which is not "
+                           "installed: run `rsr rehearse --install-harbor`, or "
+                           + how_to_install()) from None
+    from rsr.suites.harbor_install import HARBOR_VERSION, install_command
+    from rsr.suites.harbor_install import install as install_it
+
+    console.print(f"installing Harbor {HARBOR_VERSION} (the fetch step's downloader): "
+                  f"{install_command() or 'no Python 3.12 here'}")
+    console.print(f"    installed {install_it()}")
 
 
 def _finish(console: Console, out: Path, source: str, steps: list[Step], *, ok: bool) -> None:

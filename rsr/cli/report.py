@@ -28,7 +28,7 @@ def table5(
     """Table 5 from log folders: benchmarks x runs, the paper's numbers beside."""
     from rsr.errors import RsrError
     from rsr.report.metrics import headline
-    from rsr.report.table5 import build_table5, load_paper_table, write_table5
+    from rsr.report.table5 import build_table5, caveats, load_paper_table, write_table5
 
     table = build_table5(log_dirs, label or [], load_paper_table(paper) if paper else None,
                          regrade=regrade)
@@ -44,7 +44,8 @@ def table5(
                           for b in sorted(r.metrics)) or "nothing"
         console.print(f"[bold]{r.label}[/bold]: {found}")
         for bench, m in sorted(r.metrics.items()):
-            console.print(f"  {bench}: {headline(m)}", highlight=False)
+            note = "; ".join(caveats(r.runs.get(bench)))
+            console.print(f"  {bench}: {headline(m)}" + (f" ({note})" if note else ""), highlight=False)
         for note in r.notes:
             console.print(f"  [yellow]note:[/yellow] {note}")
     for kind, path in paths.items():
@@ -63,9 +64,8 @@ def verdict(
 
     try:
         found = suite_verdict(oracle, null)
-    except RsrError as e:  # a run that wrote no log: still one verdict line, saying why
-        Console(soft_wrap=True).print(f"verdict: none: {e}", markup=False, highlight=False)
-        raise typer.Exit(2) from None
+    except RsrError as e:  # a run that wrote no log: still one verdict line (on stderr), saying why
+        raise RsrError(f"verdict: none: {e}") from None
     Console(soft_wrap=True).print(found.line(), markup=False, highlight=False)
     if not found.healthy:
         raise typer.Exit(1)

@@ -31,15 +31,13 @@ def review(
     from rich.progress import Progress
 
     from rsr.errors import RsrError
-    from rsr.report.logs import find_logs
+    from rsr.report.logs import readable_logs
     from rsr.verify.hack_review import review_log
 
     if judge_args and judge is None:
         raise RsrError("--judge-arg needs --judge MODEL")
     model_args = _model_args(judge_args or [])
-    files = find_logs(logs)
-    if not files:
-        raise RsrError("no .eval logs found in " + ", ".join(map(str, logs)))
+    files = readable_logs(logs)  # a truncated or foreign log: one line, before any review
     console = Console()
     reviews: list[LogReview] = []
     with Progress(console=console, transient=True) as progress:

@@ -13,7 +13,7 @@ import typer
 def rl(
     config: Path = typer.Argument(..., help="RL config YAML, e.g. examples/rl-tiny.yaml."),
     output_dir: Path | None = typer.Option(None, help="Override the config's output_dir."),
-    max_steps: int | None = typer.Option(None, help="Override grpo.max_steps."),
+    max_steps: int | None = typer.Option(None, min=1, help="Override grpo.max_steps."),
     shuffle_rewards: bool = typer.Option(
         False, "--shuffle-rewards", help="Control run: permute each step's rewards."),
     no_resume: bool = typer.Option(False, "--no-resume", help="Ignore existing checkpoints."),

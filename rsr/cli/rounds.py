@@ -31,7 +31,7 @@ app = typer.Typer(cls=_DefaultRun, no_args_is_help=True,
 def run_cmd(
     config: Path = typer.Argument(..., help="Rounds config YAML, e.g. examples/rounds-smoke.yaml."),
     output_dir: Path | None = typer.Option(None, "--output-dir", help="Override output_dir."),
-    rounds: int | None = typer.Option(None, "--rounds", help="Override rounds (R)."),
+    rounds: int | None = typer.Option(None, "--rounds", min=1, help="Override rounds (R)."),
 ) -> None:
     """Run (or resume) every round; one ledger row per round in output_dir/ledger.jsonl."""
     from rsr.errors import RsrError

@@ -31,6 +31,7 @@ def lint(
 
     from rsr.errors import DatasetLoadError, TaskFormatError
     from rsr.sandbox.compose import compose_differences
+    from rsr.tasks.host_fit import host_fit, no_task_here
     from rsr.tasks.load import find_task_dirs, load_task
 
     if network not in ("task", "none"):
@@ -43,7 +44,13 @@ def lint(
                          "harbor_differences": [],
                          "errors": [{"file": str(root), "field": None, "message": "path does not exist"}]})
             continue
-        for task_dir in find_task_dirs(root):
+        task_dirs = find_task_dirs(root)
+        if not task_dirs:  # say why, not just "0 task(s)"
+            rows.append({"path": str(root), "name": root.name, "format": None, "status": "invalid",
+                         "category": None, "difficulty": None, "warnings": [], "network": None,
+                         "harbor_differences": [],
+                         "errors": [{"file": str(root), "field": None, "message": no_task_here(root)}]})
+        for task_dir in task_dirs:
             fmt = "harbor" if (task_dir / "task.toml").is_file() else "terminal-bench-1"
             row = {"path": str(task_dir), "name": task_dir.name, "format": fmt, "status": "ok",
                    "category": None, "difficulty": None, "errors": [], "warnings": [], "network": None,
@@ -56,6 +63,11 @@ def lint(
                            network="internet" if internet else "none", network_policy=network,
                            parser=task.parser_name,
                            harbor_differences=task.harbor_differences() + compose_differences(task))
+                fit = host_fit(task)  # valid, but cannot run (here): CRLF, relative workdir, USER...
+                row["warnings"] += fit.warnings
+                if fit.errors:
+                    row.update(status="invalid", errors=[{"file": f, "field": k, "message": m}
+                                                         for f, k, m in fit.errors])
             except TaskFormatError as e:
                 row.update(status="invalid", errors=[e.to_dict()])
             except DatasetLoadError as e:
@@ -122,11 +134,11 @@ def check(
     target: str = typer.Argument(..., help="A suite name (core) or a path to tasks."),
     tasks: str | None = typer.Option(None, "--tasks", "-t", help="Only tasks matching these globs (comma-separated)."),
     exclude: str | None = typer.Option(None, "--exclude", "-x", help="Skip tasks matching these globs."),
-    runs: int = typer.Option(3, "--runs", help="Oracle runs per task; every run must pass."),
+    runs: int = typer.Option(3, "--runs", min=1, help="Oracle runs per task; every run must pass."),
     only: str | None = typer.Option(None, "--only",
                                     help="Comma-separated subset of: build,oracle,null,partial,isolation,leak."),
     log_dir: str = typer.Option("logs/tasks-check", "--log-dir", help="Where Inspect writes the .eval logs."),
-    max_sandboxes: int | None = typer.Option(None, "--max-sandboxes",
+    max_sandboxes: int | None = typer.Option(None, "--max-sandboxes", min=1,
                                              help="Concurrent sandboxes (Inspect default: 2 x CPUs)."),
     json_out: Path | None = typer.Option(None, "--json-out", help="Also write the report as JSON."),
 ) -> None:
@@ -145,10 +157,14 @@ def check(
         reports = check_tasks(target, tasks, exclude, runs=runs, checks=selected, log_dir=log_dir,
                               max_sandboxes=max_sandboxes, progress=lambda m: status.update(m))
     if not reports:
+        from rsr.errors import RsrError
+        from rsr.suites.check import resolve_target
+        from rsr.tasks.host_fit import no_task_here
+
         filters = " ".join(f"{k} {v!r}" for k, v in (("--tasks", tasks), ("--exclude", exclude)) if v)
-        console.print(f"[red]no task of {target} to check{' matches ' + filters if filters else ''}[/red]"
-                      f" (`rsr tasks lint {target}` lists them)", highlight=False)
-        raise typer.Exit(1)
+        if filters:
+            raise RsrError(f"no task of {target} matches {filters} (`rsr tasks lint {target}` lists them)")
+        raise RsrError(no_task_here(resolve_target(target)))
     table = Table("task", "oracle", "null", "partial", "build s", "image MB", "oracle s", "result")
     for r in sorted(reports, key=lambda r: r.name):
         table.add_row(
@@ -183,9 +199,10 @@ def infer_deliverables(
     tasks: str | None = typer.Option(None, "--tasks", "-t", help="Only tasks matching these globs (comma-separated)."),
     out: Path | None = typer.Option(None, "--out", help="The file to merge the records into (default: rsr's "
                                     "cache, deliverables/<suite or folder>.json, where strict mode looks)."),
-    max_trials: int = typer.Option(24, "--max-trials", help="Test runs per task to prune roots the tests do not need."),
+    max_trials: int = typer.Option(24, "--max-trials", min=1,
+                                   help="Test runs per task to prune roots the tests do not need."),
     log_dir: str = typer.Option("logs/infer-deliverables", "--log-dir", help="Where Inspect writes the .eval log."),
-    max_sandboxes: int | None = typer.Option(None, "--max-sandboxes", help="Concurrent sandboxes."),
+    max_sandboxes: int | None = typer.Option(None, "--max-sandboxes", min=1, help="Concurrent sandboxes."),
 ) -> None:
     """Infer the deliverables of tasks that declare none, from their reference solutions run in
     Docker: what strict mode (`-T integrity=strict`) carries to their checker. Records are keyed

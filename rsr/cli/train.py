@@ -36,7 +36,7 @@ def run_cmd(
     recipe: Path = typer.Argument(..., help="Recipe YAML, e.g. training/recipes/tiny-cpu.yaml"
                                   " (or a shipped one: rsr:training/recipes/tiny-cpu.yaml)."),
     output_dir: Path | None = typer.Option(None, help="Override the recipe's output_dir."),
-    max_steps: int | None = typer.Option(None, help="Override train.max_steps (quick trials)."),
+    max_steps: int | None = typer.Option(None, min=1, help="Override train.max_steps (quick trials)."),
     no_resume: bool = typer.Option(False, "--no-resume", help="Ignore existing checkpoints."),
     check: bool = typer.Option(
         False, "--check", help="Check everything the run needs (datasets, model, output_dir,"

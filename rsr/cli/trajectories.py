@@ -33,7 +33,11 @@ def export(
         raise RsrError(f"--only must be all, passed or failed, not {only!r}")
     if view not in ("public", "terminus2", "as-run"):
         raise RsrError(f"--view must be public, terminus2 or as-run, not {view!r}")
-    summary = export_logs(logs, fmt, out, only, tuple(keep), view)  # type: ignore[arg-type]
+    from rsr.trajectories.export import expand
+    from rsr.user_paths import output_dir
+
+    output_dir(out, "--out")
+    summary = export_logs(expand(logs), fmt, out, only, tuple(keep), view)  # type: ignore[arg-type]
     console = Console()
     console.print(f"{summary.written} of {summary.samples} samples written to {out} "
                   f"({summary.skipped_outcome} filtered by --only, "

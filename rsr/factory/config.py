@@ -199,6 +199,9 @@ def load_config(path: str | Path, output_dir: str | Path | None = None) -> Facto
         raise RsrError(f"{path}: {problems}") from e
     base = path.resolve().parent
     cfg.output_dir = resolve(cfg.output_dir, base)
+    from rsr.user_paths import output_dir as writable_dir  # a file or unwritable: one line, now
+
+    writable_dir(cfg.output_dir, "--output-dir" if output_dir is not None else f"{path}: output_dir")
     cfg.pool.paths = [resolve(p, base) for p in cfg.pool.paths]
     cfg.export.eval_paths = [resolve(p, base) for p in cfg.export.eval_paths]
     fixture = cfg.models.model_args.get("fixture")

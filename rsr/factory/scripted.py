@@ -26,10 +26,8 @@ from __future__ import annotations
 import fnmatch
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-import yaml
 from inspect_ai.model import (
     ChatMessage,
     GenerateConfig,
@@ -39,7 +37,7 @@ from inspect_ai.model import (
     modelapi,
 )
 from inspect_ai.tool import ToolChoice, ToolInfo
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from rsr.errors import RsrError, UnknownOptionError
 
@@ -68,14 +66,10 @@ class Fixture(BaseModel):
 
 @cache
 def load_fixture(path: str) -> Fixture:
-    file = Path(path)
-    if not file.is_file():
-        raise RsrError(f"{path}: scripted-model fixture not found")
-    try:
-        return Fixture.model_validate(yaml.safe_load(file.read_text()))
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise RsrError(f"{path}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from e
+    # The shared loader: a missing, non-YAML or non-text file is one line naming the file.
+    from rsr.yaml_model import load_yaml_model
+
+    return load_yaml_model(path, Fixture, "scripted-model fixture (-M fixture=FILE.yaml)")
 
 
 def _context() -> tuple[dict[str, Any], int | None, str | None]:

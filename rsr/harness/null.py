@@ -7,13 +7,13 @@ from typing import Any
 from inspect_ai.agent import Agent, AgentState, agent
 
 from rsr.harness.steps import stepwise
-from rsr.options import refuse_unknown_options
+from rsr.options import check_options
 
 
 @agent
 def null(**options: Any) -> Agent:
     """Leave the sandbox untouched."""
-    refuse_unknown_options("rsr/null", "-S", options, null)
+    check_options("rsr/null", "-S", null, locals())
 
     async def execute(state: AgentState) -> AgentState:
         return state

@@ -16,7 +16,7 @@ from inspect_ai.solver._task_state import sample_state
 from inspect_ai.util import sandbox, store
 
 from rsr.harness.steps import current_task, stepwise
-from rsr.options import refuse_unknown_options
+from rsr.options import check_options
 from rsr.tasks.load import SOLUTION_MOUNT
 from rsr.tasks.models import expand_env
 from rsr.verify.scorer import HARNESS_RESULT
@@ -41,7 +41,7 @@ def oracle(partial: bool = False, **options: Any) -> Agent:
         partial: Run only the first half of solve.sh's commands (a *partial* oracle, used by
             `rsr tasks check` to show that the tests check the end state).
     """
-    refuse_unknown_options("rsr/oracle", "-S", options, oracle)
+    check_options("rsr/oracle", "-S", oracle, locals())
 
     async def execute(state: AgentState) -> AgentState:
         ts = sample_state()

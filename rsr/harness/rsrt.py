@@ -31,7 +31,7 @@ from rsr.harness.terminus2 import (
     WaitMode,
     parse_fixes,
 )
-from rsr.options import refuse_unknown_options
+from rsr.options import check_options, option_model
 
 
 class VerifierCopyError(RsrError):
@@ -159,8 +159,8 @@ def rsrt(
         token_budget: Tokens (prompt + completion, all model calls) before the run stops;
             0 or null: no budget.
     """
-    refuse_unknown_options("rsr/rsrt", "-S", options, rsrt)
-    config = Terminus2Config(
+    check_options("rsr/rsrt", "-S", rsrt, locals())
+    config = option_model("rsr/rsrt", "-S", Terminus2Config,
         max_episodes=max_episodes, temperature=temperature, reply_format=reply_format,
         context_window=context_window, summarise_free_tokens=summarise_free_tokens,
         wait_mode=wait_mode, observation_limit=observation_limit,

@@ -54,7 +54,7 @@ from rsr.harness.task_extras import find_skills, mcp_section, skills_section
 from rsr.harness.tmux import TmuxSession
 from rsr.harness.tmux_install import ensure_tmux
 from rsr.harness.tokens import record_call
-from rsr.options import refuse_unknown_options
+from rsr.options import check_options, option_model
 
 if TYPE_CHECKING:  # pragma: no cover
     from rsr.tasks.load import LoadedTask
@@ -854,8 +854,8 @@ def terminus2(
         token_budget: Tokens (prompt + completion, all model calls) before the run stops;
             0 or null: no budget.
     """
-    refuse_unknown_options("rsr/terminus2", "-S", options, terminus2)
-    config = Terminus2Config(
+    check_options("rsr/terminus2", "-S", terminus2, locals())
+    config = option_model("rsr/terminus2", "-S", Terminus2Config,
         max_episodes=max_episodes, temperature=temperature, reply_format=reply_format,
         context_window=context_window, summarise_free_tokens=summarise_free_tokens,
         output_limit=output_limit, wait_mode=wait_mode, observation_limit=observation_limit,

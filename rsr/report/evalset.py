@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rsr.bundled import bundled
 from rsr.config_paths import resolve
-from rsr.errors import RsrError, TaskFormatError, UnknownOptionError, closest
+from rsr.errors import OptionValueError, RsrError, TaskFormatError, UnknownOptionError, closest, plain_line
 from rsr.report.runguard import RunInterrupted, interruptible, log_dir_lock, remove_own_containers
 from rsr.yaml_model import load_yaml_model
 
@@ -209,6 +209,71 @@ def check_model(model: str | None, where: str = "--model") -> None:
                            + f"; its providers: {', '.join(providers)}")
 
 
+# Providers whose client is built from an environment key alone (no weights, no network):
+# building one here says "no API key" before anything is printed or written.
+_KEYED_PROVIDERS = ("openai", "anthropic", "google", "mistral", "groq", "together", "fireworks",
+                    "grok", "openrouter", "perplexity", "deepseek")
+
+
+def check_model_ready(model: str | None, model_args: dict[str, Any]) -> None:
+    """What Inspect would find only once the run started, asked up front: an API key a remote
+    provider needs (Inspect: 70 lines of traceback), a local model's weights (`hf/local` without
+    `-M model_path` retried an unreachable hub for a minute)."""
+    if not model:
+        return
+    for name in model.split(","):
+        provider, _, rest = name.strip().partition("/")
+        if provider == "hf":
+            path = model_args.get("model_path")
+            if path is None and (rest == "local" or not Path(rest).exists()) and rest.count("/") != 1:
+                raise RsrError(f"--model {name}: a local Hugging Face model needs its weights: "
+                               "-M model_path=DIR (a folder with config.json), or name a hub model "
+                               "as hf/ORG/NAME")
+            if path is not None and not Path(str(path)).expanduser().is_dir():
+                raise RsrError(f"-M model_path={path}: no such folder; name the folder holding the "
+                               "model's config.json and weights")
+        elif provider == "rsr-scripted" and model_args.get("fixture") is not None:
+            from rsr.factory.scripted import load_fixture
+
+            load_fixture(str(model_args["fixture"]))  # not YAML, not rules: one line, now
+        elif provider in _KEYED_PROVIDERS:
+            from inspect_ai._util.error import PrerequisiteError
+            from inspect_ai.model import get_model
+
+            try:
+                get_model(name.strip(), memoize=False, **model_args)
+            except PrerequisiteError as e:
+                raise RsrError(f"--model {name}: {plain_line(str(e))}") from None
+            except Exception:  # anything else is Inspect's to report when the run starts
+                pass
+
+
+def check_spec(spec: EvalSetConfig) -> list[str]:
+    """Build every suite's task as a run would (a registered name, declared `args` of the right
+    type, selected tasks that exist) and check the agent; one line for the first problem. Returns
+    the suites whose tasks are not on this machine, which a run skips or refuses."""
+    from inspect_ai._util.registry import registry_lookup
+    from inspect_ai.util import registry_create
+
+    import rsr._registry  # noqa: F401  (registers rsr/* tasks and agents in this process)
+
+    check_agent(spec.agent, f"eval set {spec.name!r}: agent")
+    absent: list[str] = []
+    for suite in spec.suites:
+        if registry_lookup("task", suite.task) is None:
+            hint = closest(suite.task, rsr._registry.TASKS)
+            raise RsrError(f"eval set {spec.name!r}: suite task {suite.task!r} is not a registered task"
+                           + (f" (did you mean {hint}?)" if hint else "")
+                           + f"; rsr's: {', '.join(rsr._registry.TASKS)}")
+        try:
+            registry_create("task", suite.task, **suite.args)
+        except RsrError as e:
+            if "not on this machine" not in str(e):
+                raise RsrError(f"eval set {spec.name!r}: suite {suite.benchmark}: {e}") from None
+            absent.append(suite.benchmark)
+    return absent
+
+
 def run_eval_set(
     spec: EvalSetConfig,
     *,
@@ -251,6 +316,7 @@ def run_eval_set(
     check_model(model)
     check_agent(agent or spec.agent, "--agent" if agent else f"eval set {spec.name!r}: agent")
     tasks = []
+    unavailable: list[tuple[str, str]] = []
     for suite in spec.suites:
         # Leaderboard and Table 5 runs keep evidence bundles unless a spec or -T says otherwise.
         args = {**suite.args, **(task_args or {})}
@@ -258,18 +324,29 @@ def run_eval_set(
             args["evidence"] = True
         try:
             tasks.append(registry_create("task", suite.task, **args))
-        except UnknownOptionError:  # a typo'd -T is the user's to fix, not a missing suite
+        except (UnknownOptionError, OptionValueError):  # the user's to fix, not a missing suite
             raise
         except RsrError as e:
             if not skip_unavailable:
-                raise
-            if on_skip is not None:
+                unavailable.append((suite.benchmark, str(e)))
+            elif on_skip is not None:
                 on_skip(suite.benchmark, str(e))
         except ValueError as e:
             raise RsrError(f"eval set {spec.name!r}: cannot create task {suite.task!r}: {e}") from e
+    if unavailable:  # every missing suite at once, not the first of them
+        absent = [name for name, why in unavailable if "not on this machine" in why]
+        other = [f"{name}: {why.splitlines()[0]}" for name, why in unavailable if name not in absent]
+        raise RsrError(f"eval set {spec.name!r}: {len(unavailable)} suite(s) cannot run here"
+                       + (f"; not on this machine: {', '.join(absent)} (`rsr tasks fetch NAME` "
+                          "fetches the public ones, -T path=DIR names a copy)" if absent else "")
+                       + "".join(f"; {o}" for o in other)
+                       + "; drop them with --suites, or run `rsr eval table5`, which skips "
+                         "what is missing")
     if not tasks:
         raise RsrError(f"eval set {spec.name!r}: none of its suites is available here")
     agent_args = {**spec.agent_args, **(solver_args or {})}
+    if (agent or spec.agent) in rsr._registry.HARNESSES:  # -S names and values: one line, before the lock
+        rsr._registry.HARNESSES[agent or spec.agent](**agent_args)
     # `inspect view` lists logs by task: the oracle's run and the null run of rsr/core look the
     # same unless the agent is among the log's tags (Inspect never tells a task its solver).
     agent_name = agent or spec.agent
@@ -337,12 +414,17 @@ def summary_lines(paths: list[Path]) -> list[str]:
     summary shows what Inspect's own display leaves out (errored samples, infra errors)."""
     from rsr.report.logs import read_run
     from rsr.report.metrics import headline
+    from rsr.report.table5 import caveats
 
     lines = []
     for path in paths:
         try:
             run = read_run(path)
-            lines.append(f"{run.benchmark} ({path.name}): {headline(run.metrics())}")
+            m = run.metrics()
+            # Named apart: Inspect's results block shows both under the scorer's name.
+            at_k = f"; pass@3 {100 * m.pass_at_k:.1f}%" if m.pass_at_k is not None else ""
+            note = "; ".join(caveats(run))
+            lines.append(f"{run.benchmark} ({path.name}): {headline(m)}{at_k}" + (f" ({note})" if note else ""))
         except (RsrError, ValueError) as e:
             lines.append(f"{path.name}: no summary ({e})")
     return lines

@@ -44,7 +44,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rsr.errors import RsrError, TaskFormatError
@@ -59,6 +58,7 @@ from rsr.report.logs import (
     score_fields,
 )
 from rsr.report.metrics import SuiteMetrics
+from rsr.yaml_model import read_yaml_mapping
 
 __all__ = [
     "BoardConfig",
@@ -196,12 +196,9 @@ def load_board(path: str | Path) -> LoadedBoard:
     path = Path(path)
     if path.is_dir():
         path = path / "board.yaml"
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError as e:
-        raise TaskFormatError(path, None, "board file not found (create it with `suites:`)") from e
-    except yaml.YAMLError as e:
-        raise TaskFormatError(path, None, f"not valid YAML: {e}") from e
+    if not path.exists():
+        raise TaskFormatError(path, None, "board file not found (create it with `suites:`)")
+    data = read_yaml_mapping(path, "board file", TaskFormatError)  # binary, not YAML: one line
     try:
         config = BoardConfig.model_validate(data or {})
     except ValidationError as e:

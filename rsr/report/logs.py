@@ -244,6 +244,44 @@ def find_logs(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
+def readable_logs(paths: Iterable[str | Path]) -> list[Path]:
+    """find_logs, with each log's header read first: a truncated, foreign or unreadable `.eval`
+    is one line naming the file before any command starts its work on the others."""
+    files = find_logs(paths)
+    if not files:
+        raise RsrError("no .eval logs found in " + ", ".join(map(str, paths))
+                       + " (name .eval files, or folders an `rsr eval` or `inspect eval` run wrote)")
+    check_headers(files)
+    return files
+
+
+def check_headers(files: Iterable[Path]) -> None:
+    from inspect_ai.log import read_eval_log
+
+    for path in files:
+        try:
+            read_eval_log(str(path), header_only=True)
+        except Exception as e:  # a truncated or foreign zip: say which file
+            raise RsrError(f"{path}: not a readable Inspect log ({type(e).__name__}: {e}); "
+                           "move it out of the way or name the other logs") from None
+
+
+def superseded(files: list[Path]) -> dict[Path, str]:
+    """Logs a later run replaced: an unfinished log (a killed run's `started`, a `cancelled` or
+    `error` one) beside a successful log of the same suite in the same folder, which is what a
+    resumed `rsr eval` leaves. Each with why, as `rsr report table5` says it."""
+    from inspect_ai.log import read_eval_log
+
+    heads = {}
+    for path in files:
+        head = read_eval_log(str(path), header_only=True)
+        heads[path] = (path.parent, benchmark_of(head.eval.task), head.status)
+    done = {(folder, bench): path for path, (folder, bench, status) in heads.items() if status == "success"}
+    return {path: f"{bench}: using {done[(folder, bench)].name} (success); skipped {path.name} ({status})"
+            for path, (folder, bench, status) in heads.items()
+            if status != "success" and (folder, bench) in done}
+
+
 def read_runs(folder: str | Path) -> tuple[dict[str, RunLog], list[str]]:
     """The latest run of each benchmark in a log folder, and notes on what was skipped.
 

@@ -45,7 +45,30 @@ CSV_COLUMNS = [
     "model", "log", "verification", "paper_pass_at_3", "paper_mean", "paper_process",
     # Selected tasks that did not run here (a GPU task without a GPU): outside n_tasks.
     "n_not_run", "not_run",
+    # What the number is not: a run on an unpinned copy, a reference agent's run (not a model's).
+    "agent", "pin_status", "caveats",
 ]
+
+REFERENCE_AGENTS = {"rsr/oracle": "reference solution, not a model", "rsr/null": "null agent, not a model"}
+
+
+def caveats(run: RunLog | None) -> list[str]:
+    """What a number from this run must be shown with, wherever it is shown: an unpinned copy
+    of the suite (not the benchmark the paper ran) and a reference agent (not a model)."""
+    if run is None:
+        return []
+    out = []
+    if run.metadata.get("unpinned") or run.metadata.get("pin_status") == "unpinned":
+        out.append("unpinned copy")
+    agent = run.solver or str(run.metadata.get("rsr_agent") or "")
+    if agent in REFERENCE_AGENTS:
+        out.append(f"{agent}: {REFERENCE_AGENTS[agent]}")
+    return out
+
+
+def _caveat_note(run: RunLog | None) -> str:
+    found = caveats(run)
+    return f" ({'; '.join(found)})" if found else ""
 
 # How a cell's numbers were checked (`rsr report table5 --regrade`).
 Verification = Literal["reproduced", "not-reproduced", "no-bundle", "not-regraded"]
@@ -98,12 +121,9 @@ def load_paper_table(path: Path | None = None) -> PaperTable:
     if path is None:
         text = resources.files("rsr.report").joinpath("data").joinpath(DEFAULT_PAPER_TABLE)
         return PaperTable.model_validate(yaml.safe_load(text.read_text()))
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise TaskFormatError(path, None, f"cannot read the reference table ({e.strerror})") from e
-    except yaml.YAMLError as e:
-        raise TaskFormatError(path, None, f"not valid YAML: {e}") from e
+    from rsr.yaml_model import read_yaml_mapping
+
+    data = read_yaml_mapping(path, "reference table (--paper)", TaskFormatError)
     try:
         return PaperTable.model_validate(data)
     except ValidationError as e:
@@ -270,6 +290,7 @@ def render_markdown(table: Table5, out_dir: Path) -> str:
         cells = [_marked(_cell(r.metrics.get(row.benchmark), row.metric),
                          r.verification.get(row.benchmark, "not-regraded"))
                  + _not_run_note(r, row.benchmark)
+                 + (_caveat_note(r.runs.get(row.benchmark)) if row.benchmark in r.metrics else "")
                  for r in table.runs]
         skipped = {len(r.runs[row.benchmark].not_run()) for r in table.runs if row.benchmark in r.runs}
         if tasks and skipped - {0}:
@@ -289,7 +310,7 @@ def render_markdown(table: Table5, out_dir: Path) -> str:
                            + ", ".join(str(i.get("task")) for i in run.not_run()) + ")")
             check = r.verification.get(bench)
             lines.append(f"  - {bench}: [{run.path.name}]({_rel(run.path, out_dir)}) "
-                         f"({run.model}, {run.status}; {detail})"
+                         f"({run.model}, {run.status}; {detail})" + _caveat_note(run)
                          + (f"; regrade: {check}" if check else ""))
         lines.extend(f"  - note: {n}" for n in r.notes)
 
@@ -412,6 +433,8 @@ def csv_rows(table: Table5) -> list[dict[str, object]]:
                     model=run.model, log=str(run.path),
                     verification=r.verification.get(bench, "not-regraded"),
                     n_not_run=len(run.not_run()),
+                    agent=run.solver or "", pin_status=run.metadata.get("pin_status", ""),
+                    caveats="; ".join(caveats(run)),
                     not_run=";".join(f"{i.get('task')}: {i.get('reason')}" for i in run.not_run()),
                 )
             out.append(row)
@@ -422,7 +445,8 @@ def render_chart(table: Table5, path: Path) -> None:
     from rsr.report.plotting import pyplot
 
     plt = pyplot()
-    series = [(r.label, [_value(r.metrics.get(row.benchmark), row.metric) for row in table.rows],
+    series = [(r.label + "".join(sorted({_caveat_note(run) for run in r.runs.values()})),
+               [_value(r.metrics.get(row.benchmark), row.metric) for row in table.rows],
                False) for r in table.runs]
     series += [(f"paper: {c}",
                 [table.paper.value(row.benchmark, row.metric, c) for row in table.rows], True)

@@ -250,7 +250,15 @@ def check_tasks(
     reports = {t.name: TaskReport(t.name, str(t.paths.task_dir)) for t in loaded.tasks}
     for err in loaded.errors:
         reports[Path(err.path).name] = TaskReport(Path(err.path).name, err.path, findings=[f"invalid: {err}"])
-    valid = [t for t in loaded.tasks]
+    from rsr.tasks.host_fit import host_fit
+
+    valid = []
+    for t in loaded.tasks:  # what lint refuses (CRLF, relative workdir, USER) is not built
+        fit = host_fit(t)
+        reports[t.name].warnings += fit.warnings
+        reports[t.name].findings += [f"cannot run: {f}{f' [{k}]' if k else ''}: {m}" for f, k, m in fit.errors]
+        if not fit.errors:
+            valid.append(t)
     if not valid:
         return list(reports.values())
 

@@ -11,7 +11,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import Solver
 
 from rsr.errors import DatasetLoadError, RsrError, TaskFormatError
-from rsr.options import refuse_unknown_options
+from rsr.options import check_options
 from rsr.sandbox.compose import sandbox_network
 from rsr.sandbox.gpu import GPU_ENV, NEEDS_GPU, gpu_check, needs_gpu
 from rsr.sandbox.healthcheck import healthcheck_script
@@ -238,7 +238,7 @@ def _suite(name: str):  # noqa: ANN202 - builds a registered @task per suite
     def factory(path: str | None = None, tasks: str | None = ALL_TASKS, exclude: str | None = None,
                 network: str = "task", unpinned: bool = False, sandbox: str = "docker", images: str | None = None,
                 integrity: str = "auto", evidence: bool = False, **options: Any) -> Task:
-        refuse_unknown_options(f"rsr/{name}", "-T", options, factory)
+        check_options(f"rsr/{name}", "-T", factory, locals())
         return suite_task(name, path, _selection(tasks), exclude, network=network, unpinned=unpinned, sandbox=sandbox,
                           images=images, integrity=integrity, evidence=evidence)
 
@@ -268,7 +268,7 @@ def harbor(path: str | None = None, tasks: str | None = ALL_TASKS, exclude: str 
            network: str = "task", sandbox: str = "docker", images: str | None = None,
            integrity: str = "auto", evidence: bool = False, **options: Any) -> Task:
     """Any Harbor (or Terminal-Bench 1) dataset directory or single task directory."""
-    refuse_unknown_options("rsr/harbor", "-T", options, harbor)
+    check_options("rsr/harbor", "-T", harbor, locals())
     if path is None:
         raise RsrError("rsr/harbor: name the dataset or task directory with -T path=DIR")
     return tasks_task("harbor", Path(path), _selection(tasks), exclude, network=network, sandbox=sandbox, images=images,

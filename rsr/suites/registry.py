@@ -310,10 +310,11 @@ def find_harbor() -> Path:
         candidate = root / ".cache" / "hvenv" / "bin" / "harbor"
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
+    from rsr.suites.harbor_install import how_to_install
+
     raise RsrError("fetching a Harbor hub dataset runs Harbor's own downloader, and no `harbor` "
-                   "executable was found ($RSR_HARBOR, PATH, .cache/hvenv/bin/harbor). Install it "
-                   "under Python >= 3.12: `python3.12 -m venv .cache/hvenv && .cache/hvenv/bin/pip "
-                   "install harbor==0.26.0`, or set RSR_HARBOR=/path/to/harbor.")
+                   "executable was found ($RSR_HARBOR, PATH, .cache/hvenv/bin/harbor): "
+                   + how_to_install())
 
 
 def _harbor_version(exe: Path) -> str:
@@ -330,6 +331,44 @@ def _harbor_version(exe: Path) -> str:
 def source_override(suite: str, source: str | None = None) -> str | None:
     """A source given for this fetch: the option, else $RSR_SUITE_SOURCE_<SUITE>."""
     return source or os.environ.get(f"RSR_SUITE_SOURCE_{suite.upper()}") or None
+
+
+def _hub_url(exe: Path) -> str | None:
+    """The hub's address as the installed Harbor has it (its own config, read by its own Python:
+    the interpreter its `harbor` script starts with)."""
+    try:
+        first = exe.read_bytes()[:300].split(b"\n", 1)[0].decode(errors="replace")
+    except OSError:
+        return None
+    python = first[2:].strip().split()[0] if first.startswith("#!") and first[2:].strip() else None
+    if not python:
+        return None
+    code = "from harbor.registry.client.harbor.config import HARBOR_SUPABASE_URL as u; print(u)"
+    try:
+        done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    url = done.stdout.strip()
+    return url if done.returncode == 0 and url.startswith("http") else None
+
+
+def _check_hub_reachable(exe: Path, spec: SuiteSpec, timeout: float = 5.0) -> None:
+    import socket
+    from urllib.parse import urlsplit
+
+    url = _hub_url(exe)
+    if url is None:  # a Harbor laid out differently: its own errors will have to do
+        return
+    parts = urlsplit(url)
+    host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+    raise RsrError(f"cannot fetch {spec.title} ({spec.name}): Harbor's hub {host}:{port} is not reachable "
+                   f"from here ({reason}; offline?); fetch it on a machine with the network and copy the "
+                   f"folder here (then -T path=DIR), or name a mirror with --source")
 
 
 def _harbor_download(spec: SuiteSpec, source: str | None, out_dir: Path) -> tuple[Path, PinRecord]:
@@ -349,6 +388,8 @@ def _harbor_download(spec: SuiteSpec, source: str | None, out_dir: Path) -> tupl
         cmd = [str(exe), "download", f"{spec.hub}@{spec.hub_ref}"]
         where = f"Harbor hub {spec.hub}@{spec.hub_ref}"
     cmd += ["-o", str(out_dir), "--export"]
+    if not source:
+        _check_hub_reachable(exe, spec)  # offline: one line in seconds, not 75 s of retries
     # Rich would wrap Harbor's messages at 80 columns; a wide console keeps errors on one line.
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
     try:

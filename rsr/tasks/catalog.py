@@ -40,8 +40,18 @@ def catalog_markdown(tasks: list[LoadedTask]) -> str:
 
 
 def write_catalog(root: Path, readme: Path | None = None) -> Path:
-    """Replace the generated block of root/README.md (creating the file if needed)."""
+    """Replace the generated block of root/README.md (creating the file if needed). A suite with
+    an invalid task writes nothing: a catalog that leaves tasks out would look complete."""
+    from rsr.errors import DatasetLoadError, TaskFormatError
+    from rsr.tasks.host_fit import no_task_here
+
+    if not root.is_dir():
+        raise TaskFormatError(root, None, "not a folder; name a suite folder of task folders")
     result = load_dataset(root)
+    if result.errors:
+        raise DatasetLoadError(result.errors)
+    if not result.tasks:
+        raise TaskFormatError(root, None, no_task_here(root))
     readme = readme or root / "README.md"
     block = catalog_markdown(result.tasks)
     if readme.is_file() and BEGIN in readme.read_text():

@@ -101,12 +101,28 @@ def _samples(path: Path) -> Iterator[EvalSample]:
     yield from read_eval_log_samples(str(path), all_samples_required=False)
 
 
+EVAL_SET_RECORDS = ("eval-set.json", "logs.json")
+
+
+def expand(paths: list[Path]) -> list[Path]:
+    """The log files an export reads, each checked readable (one line naming a bad one)."""
+    from rsr.report.logs import check_headers
+
+    found = _expand(paths)
+    if not found:
+        raise RsrError(f"no .eval or .json logs in {', '.join(map(str, paths))}")
+    check_headers(found)
+    return found
+
+
 def _expand(paths: list[Path]) -> list[Path]:
     """Log files, with directories replaced by the .eval/.json logs directly inside them."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found += sorted(p for p in path.iterdir() if p.suffix in (".eval", ".json"))
+            # eval_set's own records (eval-set.json, logs.json) sit beside the logs; not logs.
+            found += sorted(p for p in path.iterdir() if p.suffix in (".eval", ".json")
+                            and p.name not in EVAL_SET_RECORDS)
         elif path.is_file():
             found.append(path)
         else:

@@ -322,3 +322,34 @@ def test_validate_log_rejects_oracle_and_scripted_runs_unless_on_a_test_board(
     with pytest.raises(LogValidationError, match=r"model 'mockllm/model' replays scripted"):
         validate_log(log_of("scripted"), load_board(real))
     assert validate_log(log_of("oracle"), load_board(board)).run.solver == "rsr/oracle"
+
+
+def test_leaderboard_pin_does_write_the_digest_into_board_yaml_and_dry_run_writes_nothing(
+        board: Path, capsys: pytest.CaptureFixture) -> None:
+    before = (board / "board.yaml").read_text()
+    assert main(["leaderboard", "pin", "core", "--board", str(board), "--dry-run"]) == 0
+    shown = capsys.readouterr().out
+    assert (board / "board.yaml").read_text() == before
+    assert main(["leaderboard", "pin", "core", "--board", str(board)]) == 0
+    digest = capsys.readouterr().out.strip()
+    after = (board / "board.yaml").read_text()
+    assert after == shown and yaml.safe_load(after)["suites"]["core"]["digest"] == digest
+    assert [line for line in before.splitlines() if line.lstrip().startswith("#")] == \
+        [line for line in after.splitlines() if line.lstrip().startswith("#")]
+
+
+def test_leaderboard_check_does_take_a_resumed_folder_with_the_killed_runs_started_log(
+        core_runs, board: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import shutil
+
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    folder = tmp_path / "resumed"
+    shutil.copytree(core_runs["oracle"], folder)
+    finished = next(folder.glob("*.eval"))
+    killed = read_eval_log(str(finished))
+    killed.status, killed.results = "started", None
+    write_eval_log(killed, str(folder / ("2000-01-01T00-00-00-00-00_" + finished.name.split("_", 1)[1])))
+    assert main(["leaderboard", "check", str(folder), "--board", str(board)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"using {finished.name} (success); skipped 2000-01-01T00-00-00-00-00_" in err and "(started)" in err

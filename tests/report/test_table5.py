@@ -61,7 +61,11 @@ def test_table5_cli_does_write_csv_md_png_with_one_row_per_benchmark_and_label(
 
     md = (out / "table5.md").read_text()
     assert "| Terminal-Bench 2 (TB2) | (89) | missing | missing | missing | 57.0% |" in md
-    assert "| core | 2 | 0.0% (0/2) | 50.0% (1/2) | 100.0% (2/2) |" in md
+    # A reference agent's number says so beside it, here and in the CSV.
+    assert ("| core | 2 | 0.0% (0/2) (rsr/null: null agent, not a model) | 50.0% (1/2) | "
+            "100.0% (2/2) (rsr/oracle: reference solution, not a model) |") in md
+    assert oracle["agent"] == "rsr/oracle" and oracle["caveats"] == "rsr/oracle: reference solution, not a model"
+    assert scripted["caveats"] == ""
     assert "scripted vs null: gained 1: hello-world" in md
     assert "oracle vs scripted: gained 1: semver-sort" in md
     assert "- scripted / core: 3" in md and "simulated provider outage" in md
@@ -102,5 +106,5 @@ def test_table5_does_report_lhtb_process_reward_from_a_real_partial_run(
     assert float(lhtb["process"]) == 0.5 and float(lhtb["pass_at_3"]) == 0.0
     assert float(lhtb["paper_process"]) == 0.29
     md = paths["md"].read_text()
-    assert ("| Long-Horizon Terminal Bench (LHTB), process reward | 1 | 0.50 ± 0.00 | "
-            "0.21 | 0.25 | 0.29 |") in md
+    assert ("| Long-Horizon Terminal Bench (LHTB), process reward | 1 | 0.50 ± 0.00 "
+            "(rsr/oracle: reference solution, not a model) | 0.21 | 0.25 | 0.29 |") in md

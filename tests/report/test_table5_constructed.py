@@ -95,7 +95,7 @@ def test_table5_cli_rejects_malformed_paper_table_naming_file_and_field(
     assert "paper.yaml: rows.0.metric: Input should be 'pass_at_3', 'mean' or 'process'" in err
     paper.unlink()
     assert main(args) == 2
-    assert "paper.yaml: cannot read the reference table" in " ".join(
+    assert "paper.yaml: reference table (--paper) not found" in " ".join(
         capsys.readouterr().err.split())
     assert not (tmp_path / "o").exists()
 

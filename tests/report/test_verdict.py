@@ -43,6 +43,7 @@ def test_report_verdict_does_count_errored_samples_as_not_passed_and_say_so(
 
 def test_report_verdict_rejects_a_folder_without_a_log_in_one_line(
         core_runs, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    rc, out = _verdict(tmp_path / "never-ran", core_runs["null"], capsys)
+    rc = main(["report", "verdict", "--oracle", str(tmp_path / "never-ran"), "--null", str(core_runs["null"])])
+    out = " ".join(capsys.readouterr().err.split())
     assert rc == 2
-    assert out == f"verdict: none: {tmp_path / 'never-ran'}: no .eval log of the oracle run (did it start?)"
+    assert out == f"error: verdict: none: {tmp_path / 'never-ran'}: no .eval log of the oracle run (did it start?)"
