@@ -114,6 +114,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 # Engine log lines that say what went wrong, most specific first.
 _CAUSES = (
     re.compile(r"(Unsupported CPU attention configuration[^\n]*)"),
+    re.compile(r"Value error, ([^\n]*?\.)(?: |$)", re.M),  # a pydantic config error's reason
     re.compile(r"((?:ValueError|RuntimeError|OSError|KeyError|TypeError|AssertionError|"
                r"pydantic_core\._pydantic_core\.ValidationError)[^\n]*)"),
     re.compile(r"(ERROR[^\n]*)"),
@@ -135,6 +136,37 @@ def _get_json(url: str, timeout: float = 5.0, body: dict[str, Any] | None = None
     with urllib.request.urlopen(req, timeout=timeout) as r:  # noqa: S310 - loopback engine
         raw = r.read()
     return json.loads(raw) if raw else None
+
+
+def dev_post(root_url: str, endpoint: str, body: dict[str, Any] | None = None,
+             timeout: float = 300.0) -> Any:
+    """A dev-mode endpoint (VLLM_SERVER_DEV_MODE=1) of the server at root_url (no /v1):
+    collective_rpc, reset_prefix_cache, ..."""
+    try:
+        return _get_json(f"{root_url.rstrip('/')}/{endpoint}", timeout=timeout, body=body or {})
+    except urllib.error.HTTPError as e:
+        hint = " (is the server in dev mode, VLLM_SERVER_DEV_MODE=1?)" if e.code == 404 else ""
+        raise RsrError(f"{root_url}/{endpoint}: HTTP {e.code}{hint}: "
+                       f"{e.read()[:300].decode(errors='replace')}") from e
+    except (urllib.error.URLError, OSError) as e:
+        raise RsrError(f"{root_url}/{endpoint}: the engine does not answer ({e})") from e
+
+
+def served_models(base_url: str) -> list[str]:
+    try:
+        models = _get_json(f"{base_url.rstrip('/')}/models", timeout=10)
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        raise RsrError(f"no engine answers at {base_url} ({e}): start one with `rsr serve CKPT`") from e
+    return [str(m.get("id")) for m in (models or {}).get("data", [])]
+
+
+def check_served(base_url: str, name: str) -> None:
+    """The server at base_url serves `name`, or one RsrError naming what it serves."""
+    served = served_models(base_url)
+    if name not in served:
+        raise RsrError(f"the engine at {base_url} serves {served}, not {name!r}: use "
+                       f"{' or '.join(repr(s) for s in served) or 'its name'} (or restart it with "
+                       f"--name {name})")
 
 
 class VllmServer:
@@ -204,7 +236,7 @@ class VllmServer:
         self.startup_s = round(time.monotonic() - started, 1)
         return self
 
-    def _died(self) -> RsrError:
+    def failure(self) -> RsrError:
         text = self.log.read_text(errors="replace") if self.log.is_file() else ""
         return RsrError(f"vLLM could not serve {self.spec.checkpoint}: {failure_cause(text)} "
                         f"(engine log: {self.log})")
@@ -214,7 +246,7 @@ class VllmServer:
         name = self.spec.served_name
         while True:
             if self.process.poll() is not None:
-                raise self._died()
+                raise self.failure()
             if time.monotonic() - started > self.start_timeout_s:
                 raise RsrError(f"vLLM did not answer within {self.start_timeout_s:.0f} s "
                                f"(engine log: {self.log})")
@@ -236,12 +268,13 @@ class VllmServer:
             "model": self.spec.served_name, "prompt": prompt, "max_tokens": max_tokens,
             "temperature": 0.0})
 
-    def rpc(self, method: str, *args: Any, timeout: float = 300.0) -> Any:
-        """A method on every engine worker (needs dev_mode): e.g. `reload_weights`."""
+    def rpc(self, method: str, kwargs: dict[str, str] | None = None, timeout: float = 300.0) -> Any:
+        """A method on every engine worker (needs dev_mode): e.g. `reload_weights`. The
+        endpoint passes string arguments only."""
         if not self.spec.dev_mode:
-            raise RsrError("collective_rpc needs the server started with dev_mode")
-        return _get_json(f"{self.root_url}/collective_rpc", timeout=timeout,
-                         body={"method": method, "args": list(args)})
+            raise RsrError("/collective_rpc needs the server started with dev_mode")
+        return dev_post(self.root_url, "collective_rpc", {"method": method, "kwargs": kwargs or {}},
+                        timeout)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None

@@ -186,8 +186,8 @@ COMMANDS: dict[str, Doc] = {
     "rsr eval table5 --model vllm/rsr-27b -T sandbox=k8s --log-dir logs/rsr": Doc("static", CLUSTER),
     "export RSR_K8S_IMAGES=~/.cache/rsr/images/registry.example.org-rsr.json": Doc("shell"),
     "rsr factory run factory.yaml --stage discover": Doc("static", CLUSTER + " (a `sandbox: k8s` config)"),
-    "rsr serve runs/full-qwen-27b --gpus 8 --gpu-memory-gb 80": Doc("static", GPU + " (a trained 27B checkpoint)"),
-    "rsr serve runs/full-qwen-27b --exec": Doc("static", GPU),
+    "rsr serve runs/full-qwen-27b --plan --gpus 8 --gpu-memory-gb 80": Doc("static", GPU + " (a 27B checkpoint)"),
+    "rsr serve runs/full-qwen-27b": Doc("static", GPU),
 }
 
 
