@@ -121,6 +121,11 @@ class VllmEngine:
         return self.version
 
 
+# A server for RL: logprobs of the distribution sampled from (after temperature), as TRL
+# computes them; no prefix cache to carry KV across a weight reload.
+RL_SERVER_ARGS = ["--logprobs-mode", "processed_logprobs", "--no-enable-prefix-caching"]
+
+
 class DiskSyncEngine:
     """vLLM whose weights are replaced from disk before each step (see above): the server rsr
     starts for the run, or one at engine.base_url started in dev mode on this machine."""
@@ -137,7 +142,7 @@ class DiskSyncEngine:
                              port=free_port(), max_model_len=cfg.max_model_len,
                              kv_cache_gib=cfg.kv_cache_gib, dev_mode=True,
                              log=output_dir / "engine.log",
-                             extra_args=["--seed", str(seed), "--no-enable-prefix-caching"])
+                             extra_args=RL_SERVER_ARGS + ["--seed", str(seed)])
             self.server = VllmServer(spec)
             self.label = self.server.engine.label
             self.url = self.server.base_url
