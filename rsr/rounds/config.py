@@ -86,7 +86,8 @@ class ServeSettings(_Strict):
                            "cpu: rsr's policy server in this process, only where vLLM cannot run")
     base_url: str | None = Field(None, description="vllm: a server you run (its …/v1 URL); unset: "
                                                    "rsr starts and stops one per checkpoint")
-    max_new_tokens: int = Field(96, ge=1, description="cpu: longest reply")
+    max_new_tokens: int = Field(96, ge=1, description="longest reply (cpu; vllm started by rsr: the "
+                                                      "server's default max_tokens)")
     max_model_len: int = Field(4096, ge=256, description="vllm started by rsr: context window")
     seed: int = 0
 

@@ -86,15 +86,17 @@ def _load(checkpoint: str) -> tuple[object, object]:
 def serve(checkpoint: str, served_name: str, settings: ServeSettings) -> Iterator[Served]:
     """The checkpoint, answering at an OpenAI-compatible URL for as long as the block runs."""
     if settings.kind == "vllm" and settings.base_url is None:
-        from rsr.engine.server import ServeSpec, VllmServer, free_port, weights_hash
+        from rsr.engine.server import ServeSpec, VllmServer, free_port
 
         path = Path(checkpoint)
         spec = ServeSpec(checkpoint=path, served_name=served_name, port=free_port(),
                          max_model_len=settings.max_model_len,
                          log=path.parent / f"vllm-{served_name}.log",
-                         extra_args=["--seed", str(settings.seed)])
+                         # The server's default reply limit: the roles set none themselves.
+                         extra_args=["--seed", str(settings.seed), "--override-generation-config",
+                                     json.dumps({"max_new_tokens": settings.max_new_tokens})])
         with VllmServer(spec) as server:
-            yield Served(checkpoint, served_name, server.base_url, weights_hash(path),
+            yield Served(checkpoint, served_name, server.base_url, weights_digest(path),
                          engine=server.engine.label)
         return
     if settings.kind == "vllm":

@@ -87,3 +87,13 @@ def test_rsr_vllm_records_the_engines_own_token_ids_for_each_call(served: Served
             "model": served.name, "messages": messages, "add_generation_prompt": True})
         assert tokens["tokens"] == rec.prompt_ids
         assert len(rec.completion_ids) == response["usage"]["completion_tokens"]
+
+    # The run report reads the same log: one latency per call, the engine's token counts.
+    from rsr.report.runstats import run_stats
+
+    stats = run_stats([tmp_path])
+    assert stats.samples == 1 and stats.model_calls == len(events) and not stats.infra_failures
+    assert stats.tokens_in == sum(len(r.prompt_ids) for r in recorded)
+    assert stats.tokens_out == sum(len(r.completion_ids) for r in recorded)
+    assert 0 < stats.sandbox_start_p50_s <= stats.sandbox_start_p99_s < 120
+    assert stats.model_latency_p50_s <= stats.model_latency_p99_s and stats.rollouts_per_hour > 0
