@@ -95,9 +95,10 @@ def _init_seconds(sample: Any) -> float | None:
 
 
 def infra_kind(sample: Any) -> str | None:
-    """The sample's infrastructure failure kind, wherever rsr recorded it (sample metadata or
-    a score's metadata), else None."""
-    records = [(sample.metadata or {}).get("infra")]
+    """The sample's infrastructure failure kind, wherever rsr recorded it (sample metadata, the
+    harness result: a model call that failed, or a score's metadata), else None."""
+    records = [(sample.metadata or {}).get("infra"),
+               ((getattr(sample, "store", None) or {}).get("rsr_harness_result") or {}).get("infra")]
     records += [(s.metadata or {}).get("infra") for s in (sample.scores or {}).values()]
     for record in records:
         if isinstance(record, dict) and record.get("kind"):

@@ -19,3 +19,5 @@ def test_infra_kind_comes_from_the_sample_or_its_score() -> None:
     assert infra_kind(SimpleNamespace(metadata={}, scores={"verifier": score})) == "engine"
     assert infra_kind(SimpleNamespace(metadata={"infra": {"kind": "build"}}, scores={})) == "build"
     assert infra_kind(SimpleNamespace(metadata=None, scores=None)) is None
+    ended = {"rsr_harness_result": {"end_reason": "model_error", "infra": {"kind": "engine"}}}
+    assert infra_kind(SimpleNamespace(metadata={}, scores={}, store=ended)) == "engine"
