@@ -86,10 +86,10 @@ def gain_interval(per_seed: list[tuple[list[float], list[float]]], draws: int = 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--tasks-per-step", type=int, default=4,
                         help="groups (of 4 rollouts) per GRPO step")
-    parser.add_argument("--lr", type=float, default=1e-3,
+    parser.add_argument("--lr", type=float, default=3e-4,
                         help="GRPO learning rate (2e-3 unlearns the reply format within 12 steps)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
                         help="GRPO seeds (the cold start uses the first)")
