@@ -5,7 +5,16 @@
 # goes to .cache/setup.log (or $RSR_SETUP_LOG), whose last lines are shown if a step fails.
 #   RSR_VENV=DIR   the virtual environment to create or update (default .venv)
 #   PYTHON=EXE     the interpreter that creates it (default python3)
+#   --engine       also the inference engine's environment, .venv-engine (scripts/setup-engine.sh:
+#                  vLLM with its own torch; CPU build here, the regular vllm on a GPU machine)
 set -euo pipefail
+ENGINE=0
+for arg in "$@"; do
+  case "$arg" in
+    --engine) ENGINE=1 ;;
+    *) echo "setup.sh: unknown option '$arg' (known: --engine)" >&2; exit 2 ;;
+  esac
+done
 cd "$(dirname "$0")/.."
 # shellcheck source=../rsr/sandbox/setup-progress.sh
 source rsr/sandbox/setup-progress.sh
@@ -41,6 +50,10 @@ rm -rf rsr.egg-info
 
 if [ -x scripts/setup-browser.sh ]; then
   as_root bash scripts/setup-browser.sh >/dev/null
+fi
+
+if [ "$ENGINE" = 1 ]; then
+  bash scripts/setup-engine.sh
 fi
 
 if "$VENV/bin/rsr" doctor >>"$RSR_SETUP_LOG" 2>&1; then

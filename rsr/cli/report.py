@@ -69,3 +69,24 @@ def verdict(
     Console(soft_wrap=True).print(found.line(), markup=False, highlight=False)
     if not found.healthy:
         raise typer.Exit(1)
+
+
+@app.command()
+def run(
+    logs: Annotated[list[Path], typer.Argument(help="`.eval` logs or folders of them (one run).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """The run report: rollouts per hour, sandbox start and model latency p50/p99, tokens per
+    second in and out, infrastructure failures by kind."""
+    from rich.table import Table
+
+    from rsr.report.runstats import run_stats
+
+    stats = run_stats(logs)
+    if as_json:
+        typer.echo(stats.model_dump_json(indent=2))
+        return
+    table = Table("measure", "value", title="run report")
+    for k, v in stats.rows():
+        table.add_row(k, v)
+    Console().print(table)

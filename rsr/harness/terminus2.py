@@ -79,7 +79,7 @@ IDENTICAL_REFUSALS = 5
 WaitMode = Literal["fixed", "adaptive"]
 EndReason = Literal["completed", "max_episodes", "agent_timeout", "context_overflow",
                     "verified", "reflection_limit", "budget", "shell_exited",
-                    "token_budget", "repeated_refusal"]
+                    "token_budget", "repeated_refusal", "model_error"]
 Fix = Literal["history-limit", "new-output", "cap-once", "keys", "parse-flag"]
 FIXES: dict[str, str] = {
     "history-limit": "the pane keeps the configured history (the reference sets history-limit "
@@ -192,6 +192,15 @@ class _EpisodesSpent(Exception):
         self.prompt = prompt
 
 
+class ModelCallError(Exception):
+    """A model call failed for a reason other than the context length (the server died or
+    refused, the call timed out, the reply was malformed), after the provider's retries. The
+    run ends there and the sample is scored as it stands; the harness result names it as an
+    infrastructure failure of kind `engine` (rsr.sandbox.infra's kinds)."""
+
+    kind = "engine"
+
+
 class _OutputTooLong(Exception):
     def __init__(self, output: ModelOutput) -> None:
         super().__init__("the reply was cut off at the output limit")
@@ -300,9 +309,15 @@ class TerminalHarness:
         # As in the reference, starting the terminal is setup: the agent timeout starts after it.
         await self._setup()
         self.started = time.monotonic()
+        infra: dict[str, str] | None = None
         with anyio.move_on_after(self.deadline_sec or math.inf) as scope:
             try:
                 await self._run()
+            except ModelCallError as e:
+                self.end_reason = "model_error"
+                infra = {"kind": e.kind, "message": str(e)[:500]}
+                transcript().info(f"model call failed, the run stops here and the sample is "
+                                  f"scored as it stands: {e}", source=f"rsr/{self.name}")
             finally:
                 if self._tmux is not None:
                     with anyio.CancelScope(shield=True):
@@ -318,6 +333,8 @@ class TerminalHarness:
                   "elapsed_sec": round(time.monotonic() - self.started, 3),
                   "tokens_used": self.tokens_used,
                   "compactions": self.compactions, **self.result_extra()}
+        if infra is not None:
+            result["infra"] = infra
         store().set(STORE_RESULT, result)
         transcript().info(result, source=f"rsr/{self.name} result")
         return state
@@ -609,7 +626,7 @@ class TerminalHarness:
         except Exception as e:
             if is_overflow_error(e):
                 raise ContextOverflowError(str(e)) from e
-            raise
+            raise ModelCallError(f"{type(e).__name__}: {e}") from e
         if output.usage is not None:
             self.tokens_used += output.usage.total_tokens
         if self.config.record_tokens:

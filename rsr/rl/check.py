@@ -45,6 +45,11 @@ def check_rl_config(cfg: RLConfig, source: Path | None,
     check_model(problems, "model", cfg.model, cfg.model_from, what=COLD_START)
     tasks = check_suite(problems, cfg)
     check_writable(problems, "output_dir", Path(cfg.output_dir))
+    if cfg.engine.kind == "vllm" and cfg.engine.base_url is None:
+        from rsr.engine.env import find_engine, missing_message
+
+        if find_engine() is None:
+            problems.add("engine", missing_message() + " (or engine.kind: cpu, rsr's policy server)")
     if accelerate_config is not None:
         check_accelerate_config(problems, accelerate_config)
     problems.raise_any()

@@ -117,8 +117,8 @@ def recipe(rows: Path, output_dir: Path, *, epochs: float = 8, seed: int = 0) ->
     """The tiny SFT recipe of the cold start (rsr.training's format)."""
     return {
         "name": "rl-tiny-coldstart",
-        "model": {"tiny": {"vocab_size": 1024, "hidden_size": 64, "num_layers": 2,
-                           "num_heads": 4, "num_kv_heads": 2, "head_dim": 16,
+        "model": {"tiny": {"vocab_size": 1024, "hidden_size": 128, "num_layers": 2,
+                           "num_heads": 2, "num_kv_heads": 1, "head_dim": 64,
                            "intermediate_size": 128}},
         "method": "full",
         "data": {"datasets": [{"path": str(rows)}], "max_length": 4096,

@@ -46,12 +46,24 @@ class HarnessConfig(_Strict):
 
 
 class EngineConfig(_Strict):
-    kind: Literal["cpu", "vllm"] = Field(
-        "cpu", description="cpu: rsr's in-process policy server (tests, tiny models); vllm: an"
-        " OpenAI-compatible `vllm serve` at base_url, weights pushed over NCCL")
-    base_url: str | None = Field(None, description="vllm: the server's …/v1 URL")
+    kind: Literal["vllm", "cpu"] = Field(
+        "vllm", description="vllm: rollouts from vLLM (rsr starts it from the engine environment,"
+        " or an OpenAI-compatible `vllm serve` at base_url); cpu: rsr's in-process policy server,"
+        " only where vLLM cannot run (no engine environment)")
+    base_url: str | None = Field(None, description="vllm: an already running server's …/v1 URL;"
+                                 " unset: rsr starts one on a free port and stops it at the end")
+    weight_sync: Literal["disk", "nccl"] | None = Field(
+        None, description="how the trainer's weights reach vLLM before each step: disk (write"
+        " safetensors, the engine reloads them in place; same machine) or nccl (TRL's weight"
+        " transfer; GPUs). Default: disk when rsr starts the server, nccl for base_url")
     served_model_name: str = "policy"
-    max_new_tokens: int = Field(128, ge=1, description="cpu: reply length limit")
+    max_new_tokens: int = Field(128, ge=1, description="reply length limit per model call")
+    max_model_len: int = Field(4096, ge=256, description="vllm started by rsr: context window")
+    kv_cache_gib: int = Field(1, ge=1, description="vllm started by rsr on CPU: KV cache GiB")
+
+    @property
+    def sync(self) -> str:
+        return self.weight_sync or ("disk" if self.base_url is None else "nccl")
 
 
 class GRPOSettings(_Strict):
@@ -119,8 +131,6 @@ class RLConfig(_Strict):
             self.lora = LoraConfig()
         if self.method == "full" and self.lora is not None:
             raise ValueError("`lora` is set but method is 'full'; set method: lora or drop `lora`")
-        if self.engine.kind == "vllm" and not self.engine.base_url:
-            raise ValueError("engine.kind vllm needs engine.base_url (the server's …/v1 URL)")
         if self.suite.name in self.eval_suites:
             raise ValueError(f"suite {self.suite.name!r} is an evaluation suite (eval_suites):"
                              " training on it would contaminate its scores")

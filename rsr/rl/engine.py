@@ -1,16 +1,28 @@
 """Where rollouts are generated, and how the trainer's weights get there between steps.
 
-`CpuEngine`: rsr's policy server in this process, holding its own copy of the policy; the
-trainer's weights (a LoRA merged in) are copied into it before every generation.
-`VllmEngine`: an OpenAI-compatible `vllm serve` (separate GPUs, or the same ones with
-`--gpu-memory-utilization` sized for both); weights are streamed over NCCL with TRL's weight
-transfer client (trl.experimental.async_grpo), LoRA merged first. Not exercised on this
-machine (no GPU, no vLLM): see docs/rl.md.
+Every engine takes the trainer's weights as one state dict named as in the base model
+(`policy_state_dict`: a LoRA merged in) before every generation:
+
+`DiskSyncEngine` (engine.kind vllm, weight_sync disk): rsr starts vLLM from the engine
+environment on the cold-start checkpoint in vLLM's dev mode (or uses one at base_url that runs
+in dev mode on this machine). Before each step the weights are written as safetensors to
+OUTPUT_DIR/engine-weights/ and the engine reloads them in place (`/collective_rpc
+reload_weights` with that weights_path; every worker reads the file), then its prefix cache is
+reset so no KV computed with old weights is reused. This runs on CPU here, and unchanged on a
+single GPU machine.
+`VllmEngine` (base_url set; weight_sync nccl): a `vllm serve` on other GPUs; weights are
+streamed over NCCL with TRL's weight transfer client (trl.experimental.async_grpo). Needs
+GPUs: the documented production path (docs/rl.md), not run on this machine.
+`CpuEngine` (engine.kind cpu): rsr's in-process policy server, kept only for machines where
+vLLM cannot run (no engine environment, e.g. a laptop without Python 3.11 or AVX2): the same
+request and response shapes, so the same rollout code runs on it.
 """
 
 from __future__ import annotations
 
 import copy
+import os
+from pathlib import Path
 from typing import Any
 
 from rsr.errors import RsrError
@@ -109,8 +121,83 @@ class VllmEngine:
         return self.version
 
 
+# A server for RL: logprobs of the distribution sampled from (after temperature), as TRL
+# computes them; no prefix cache to carry KV across a weight reload.
+RL_SERVER_ARGS = ["--logprobs-mode", "processed_logprobs", "--no-enable-prefix-caching"]
+
+
+class DiskSyncEngine:
+    """vLLM whose weights are replaced from disk before each step (see above): the server rsr
+    starts for the run, or one at engine.base_url started in dev mode on this machine."""
+
+    def __init__(self, cfg: EngineConfig, model_path: str | Path, output_dir: Path,
+                 seed: int) -> None:
+        from rsr.engine.server import ServeSpec, VllmServer, free_port
+
+        self.weights_dir = output_dir / "engine-weights"
+        self.server: VllmServer | None = None
+        self.label = "vllm (external)"
+        if cfg.base_url is None:
+            spec = ServeSpec(checkpoint=Path(model_path), served_name=cfg.served_model_name,
+                             port=free_port(), max_model_len=cfg.max_model_len,
+                             kv_cache_gib=cfg.kv_cache_gib, dev_mode=True,
+                             log=output_dir / "engine.log",
+                             extra_args=RL_SERVER_ARGS + ["--seed", str(seed)])
+            self.server = VllmServer(spec)
+            self.label = self.server.engine.label
+            self.url = self.server.base_url
+        else:
+            self.url = cfg.base_url.rstrip("/")
+        self.served_name = cfg.served_model_name
+        self.max_tokens: int | None = cfg.max_new_tokens
+        self.name = "vllm"
+        self.version = 0
+
+    def __enter__(self) -> DiskSyncEngine:
+        from rsr.engine.server import check_served
+
+        if self.server is not None:
+            self.server.start()
+        else:
+            check_served(self.url, self.served_name)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.server is not None:
+            self.server.stop()
+
+    @property
+    def base_url(self) -> str:
+        return self.url
+
+    def push(self, model: Any) -> int:
+        from safetensors.torch import save_file
+
+        from rsr.engine.server import dev_post
+
+        weights = {k: v.contiguous() for k, v in policy_state_dict(model).items()}
+        self.weights_dir.mkdir(parents=True, exist_ok=True)
+        partial = self.weights_dir / "model.safetensors.partial"
+        save_file(weights, str(partial), metadata={"format": "pt"})
+        os.replace(partial, self.weights_dir / "model.safetensors")  # never read half-written
+        if self.server is not None and not self.server.alive():
+            raise self.server.failure()
+        root = self.url.removesuffix("/v1")
+        dev_post(root, "collective_rpc", {"method": "reload_weights",
+                                          "kwargs": {"weights_path": str(self.weights_dir)}})
+        dev_post(root, "reset_prefix_cache")
+        self.version += 1
+        return self.version
+
+
 def make_engine(cfg: EngineConfig, model: Any, tokenizer: Any, seed: int,
-                max_completion_length: int) -> CpuEngine | VllmEngine:
+                max_completion_length: int, model_path: str | Path | None = None,
+                output_dir: Path | None = None) -> CpuEngine | VllmEngine | DiskSyncEngine:
     if cfg.kind == "cpu":
         return CpuEngine(model, tokenizer, cfg, seed)
+    if cfg.sync == "disk":
+        assert model_path is not None and output_dir is not None
+        return DiskSyncEngine(cfg, model_path, output_dir, seed)
+    if cfg.base_url is None:
+        raise RsrError("engine.weight_sync nccl needs engine.base_url (a `vllm serve` on GPUs)")
     return VllmEngine(cfg, max_completion_length)

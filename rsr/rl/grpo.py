@@ -172,7 +172,7 @@ def run(cfg: RLConfig, *, config_path: Path | None = None, console: Console | No
     is_main = args.process_index == 0
 
     with make_engine(cfg.engine, model, tokenizer, cfg.grpo.seed,
-                     cfg.grpo.max_completion_length) as engine:
+                     cfg.grpo.max_completion_length, cfg.model, out) as engine:
 
         def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
             t0 = time.time()

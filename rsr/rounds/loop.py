@@ -109,6 +109,7 @@ def run_round(cfg: RoundsConfig, n: int, model_in: str | None, name_in: str | No
             factory_pipeline.run(fc, console=console)
             summary = _factory_summary(fc)
             summary["weights_sha256"] = served.weights_sha256 if served else None
+            summary["engine"] = served.engine if served else None
             state.done("factory", summary)
             refused = (f"; guard refused {_refused(summary['refused_rows'])} of "
                        f"{', '.join(sorted(summary['refused_tasks']))}"
@@ -153,7 +154,7 @@ def run_round(cfg: RoundsConfig, n: int, model_in: str | None, name_in: str | No
     return RoundRow(
         round=n, model_in=model_in or "factory config models",
         model_in_served_as=f"rsr-vllm/{name_in}" if name_in else None,
-        model_in_sha256=summary.get("weights_sha256"),
+        model_in_sha256=summary.get("weights_sha256"), model_in_engine=summary.get("engine"),
         model_out=train.model_out, model_out_served_as=trained["served_as"],
         trained=train.trained, train_note=train.note,
         rollouts=summary["rollouts"], sources=summary["sources"],

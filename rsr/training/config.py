@@ -31,11 +31,11 @@ class TinyModelConfig(_Strict):
     trained on the training rows themselves. Nothing is downloaded."""
 
     vocab_size: int = Field(1024, ge=300, description="BPE vocabulary size (upper bound)")
-    hidden_size: int = Field(64, ge=8)
+    hidden_size: int = Field(128, ge=8)
     num_layers: int = Field(2, ge=1)
-    num_heads: int = Field(4, ge=1)
-    num_kv_heads: int = Field(2, ge=1)
-    head_dim: int = Field(16, ge=4)
+    num_heads: int = Field(2, ge=1)
+    num_kv_heads: int = Field(1, ge=1)
+    head_dim: int = Field(64, ge=4)
     intermediate_size: int = Field(128, ge=8)
     tie_word_embeddings: bool = Field(
         False, description="untied by default, as in large Qwen models; a LoRA on lm_head then"

@@ -61,9 +61,11 @@ def test_unknown_eval_task_is_refused(tmp_path: Path) -> None:
         load_rounds_config(_variant(tmp_path, eval__tasks=["no-such-task"]))
 
 
-def test_vllm_serving_needs_a_base_url(tmp_path: Path) -> None:
-    with pytest.raises(RsrError, match=r"serve: .*needs serve\.base_url"):
-        load_rounds_config(_variant(tmp_path, serve={"kind": "vllm"}))
+def test_vllm_serving_without_a_base_url_means_rsr_starts_the_engine(tmp_path: Path) -> None:
+    cfg = load_rounds_config(_variant(tmp_path, serve={"kind": "vllm"}))
+    assert cfg.serve.kind == "vllm" and cfg.serve.base_url is None
+    with pytest.raises(RsrError, match=r"serve\.max_model_len: Input should be greater than or equal to 256"):
+        load_rounds_config(_variant(tmp_path, serve={"kind": "vllm", "max_model_len": 10}))
 
 
 def test_training_on_empty_rounds_needs_cumulative_data(tmp_path: Path) -> None:
@@ -165,7 +167,7 @@ def test_vllm_serving_checks_the_server_lists_the_round_model_and_says_how_to_se
         with serve("/ckpt/r1", "rounds-r1", settings) as served:
             assert served.model == "rsr-vllm/rounds-r1" and served.base_url == url
         with pytest.raises(RsrError, match=r"it serves rounds-r1; serve /ckpt/r2 as 'rounds-r2'"
-                                           r"[\s\S]*rsr serve /ckpt/r2 --name rounds-r2 --exec"):
+                                           r"[\s\S]*rsr serve /ckpt/r2 --name rounds-r2\n"):
             with serve("/ckpt/r2", "rounds-r2", settings):
                 pass
     finally:

@@ -76,6 +76,15 @@ COMMANDS: dict[str, Doc] = {
     "./scripts/setup.sh": Doc("static", "run by ./scripts/run-default.sh above"),
     "source .venv/bin/activate": Doc("shell"),
     "rsr doctor": Doc("run"),
+    # README: the inference engine
+    "./scripts/setup.sh --engine": Doc("static", "run by ./scripts/test.sh before the suite (CI)"),
+    "rsr serve runs/tiny-cpu": Doc("static", "serves until Ctrl-C; tests/engine/conftest.py starts "
+                                             "`rsr serve` the same way for the engine tests"),
+    "inspect eval rsr/core -T tasks=hello-world --solver rsr/terminus2 --model vllm/tiny-cpu "
+    "--model-base-url http://127.0.0.1:8000/v1": Doc(
+        "static", "needs a served checkpoint; tests/engine/test_engine_eval.py runs this eval"),
+    "rsr report run logs/": Doc("static", "reads a run's logs; tests/engine/test_engine_eval.py "
+                                          "checks it on an engine run"),
     "rsr list": Doc("run"),
     "rsr list --tasks core": Doc("run"),
     "inspect eval rsr/core --solver rsr/oracle --epochs 3 --epochs-reducer mean,pass_at_3 --tags oracle": Doc(
@@ -186,8 +195,8 @@ COMMANDS: dict[str, Doc] = {
     "rsr eval table5 --model vllm/rsr-27b -T sandbox=k8s --log-dir logs/rsr": Doc("static", CLUSTER),
     "export RSR_K8S_IMAGES=~/.cache/rsr/images/registry.example.org-rsr.json": Doc("shell"),
     "rsr factory run factory.yaml --stage discover": Doc("static", CLUSTER + " (a `sandbox: k8s` config)"),
-    "rsr serve runs/full-qwen-27b --gpus 8 --gpu-memory-gb 80": Doc("static", GPU + " (a trained 27B checkpoint)"),
-    "rsr serve runs/full-qwen-27b --exec": Doc("static", GPU),
+    "rsr serve runs/full-qwen-27b --plan --gpus 8 --gpu-memory-gb 80": Doc("static", GPU + " (a 27B checkpoint)"),
+    "rsr serve runs/full-qwen-27b": Doc("static", GPU),
 }
 
 

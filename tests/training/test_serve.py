@@ -35,7 +35,7 @@ def test_serve_plan_takes_template_context_and_eos_from_the_trained_checkpoint(
     from rsr.training.render import load_chat_template
 
     run_dir, card = full_run
-    assert main(["serve", str(run_dir), "--gpus", "1", "--port", "8123"]) == 0
+    assert main(["serve", str(run_dir), "--plan", "--gpus", "1", "--port", "8123"]) == 0
     out = capsys.readouterr().out
     vllm_line = next(line for line in out.splitlines() if line.startswith("vllm serve"))
     command = shlex.split(vllm_line)
