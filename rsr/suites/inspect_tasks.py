@@ -189,9 +189,11 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
         scorer=verifier(integrity),
         metadata=metadata,
         # As under Harbor, one broken task (an image that does not build) is that task's error,
-        # scored as an infrastructure error (rsr.sandbox.infra); the other samples still run, and
-        # errors of other kinds stay Inspect errors (`inspect eval-retry` reruns those).
+        # scored as an infrastructure error (rsr.sandbox.infra); the other samples still run.
         fail_on_error=False,
+        # A started sample ends scored: an error still on its last attempt (after any
+        # --retry-on-error retries) goes to the scorer, which classifies it (rsr.verify.outcome).
+        score_on_error=True,
     )
 
 

@@ -19,6 +19,7 @@ from rsr.verify.artifacts import Collected, collect, sample_artifacts_dir
 from rsr.verify.evidence import EVIDENCE_DIR, SCORE_KEY, BlobStore, SampleEvidence
 from rsr.verify.hack_review import SCORE_KEY as REVIEW_KEY
 from rsr.verify.hack_review import review_messages
+from rsr.verify.outcome import Ending, disk_full, sample_ending
 from rsr.verify.steps import STORE_ARTIFACTS_DIR, STORE_STEPS, StepsRecord, trial_result
 from rsr.verify.verifier import VERIFIER_BOOTSTRAP, Integrity, VerifierBootstrapError, VerifierResult, verify
 
@@ -30,6 +31,16 @@ STORE_KEY = "rsr_evidence"
 """Sample store key: `{"record": digest, "store": absolute path of the bundle store}`, so that
 `inspect score` on the finished log (which rebuilds the state from the store, not the scores)
 finds the bundle."""
+
+
+def _container_of_sandbox() -> str | None:
+    from inspect_ai.util import sandbox
+
+    try:
+        env = sandbox()
+    except Exception:
+        return None
+    return getattr(getattr(env, "_sandbox", env), "container", None)
 
 
 def _has_sandbox() -> bool:
@@ -135,9 +146,24 @@ def _score(result: VerifierResult, task: LoadedTask, evidence: dict[str, Any] | 
             "task_digest": task.digest,
             "integrity": result.integrity.model_dump() if result.integrity else None,
             SCORE_KEY: evidence,
+            ATTEMPTS_KEY: _attempts(),
             **(extra or {}),
         },
     )
+
+
+ATTEMPTS_KEY = "attempts"
+"""Score metadata: the attempts this sample took (1 unless Inspect's retry_on_error retried an
+infrastructure failure; every earlier attempt's error is in the log's `error_retries`)."""
+
+
+def _attempts() -> int:
+    try:
+        from inspect_ai.log._samples import sample_active
+
+        return len(getattr(sample_active(), "error_retries", None) or []) + 1
+    except Exception:  # outside a running sample (a regrade)
+        return 1
 
 
 def _infra_score(task: LoadedTask, error: InfraError) -> Score:
@@ -146,7 +172,20 @@ def _infra_score(task: LoadedTask, error: InfraError) -> Score:
         value={"passed": 0.0, "reward": 0.0, "process": 0.0},
         answer="failed",
         explanation=f"infrastructure error ({error.kind}), no verdict on the agent: {error}",
-        metadata={"error": f"infra_{error.kind}", INFRA_KEY: error.as_metadata(), "task_digest": task.digest},
+        metadata={"error": f"infra_{error.kind}", INFRA_KEY: error.as_metadata(), "task_digest": task.digest,
+                  ATTEMPTS_KEY: _attempts()},
+    )
+
+
+def _ended_score(task: LoadedTask, ending: Ending) -> Score:
+    """A sample whose tests could not run: the infrastructure's failure or the agent's."""
+    if ending.infra is not None:
+        return _infra_score(task, ending.infra)
+    return Score(
+        value={"passed": 0.0, "reward": 0.0, "process": 0.0},
+        answer="failed",
+        explanation=f"the sample ended before its tests could run ({ending.failure}): {ending.message}",
+        metadata={**_agent_end(), "error": ending.failure, "task_digest": task.digest, ATTEMPTS_KEY: _attempts()},
     )
 
 
@@ -210,9 +249,12 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
 
     async def score(state: TaskState, target: Target) -> Score:
         task = task_from_metadata(state.metadata)
-        failed = current_infra_error()
-        if failed is not None:  # the sandbox never started: nothing to verify (rsr.sandbox.infra)
-            return _infra_score(task, failed)
+        if _has_sandbox() or current_infra_error() is not None:
+            # The one rule: a started sample ends scored. An error, a lost container or a
+            # sandbox that never started ends it here, as infra or as the agent's failure.
+            ending = await sample_ending()
+            if ending is not None:
+                return _ended_score(task, ending)
         # The deterministic hack review over the transcript: a few regexes per command, so always
         # on. Informational here: a board recomputes it from the transcript (rsr.verify.hack_review).
         extra: dict[str, Any] = {REVIEW_KEY: review_messages(state.messages, task)}
@@ -234,7 +276,21 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
         extra["artifacts"] = collected.model_dump()
         mode = state.metadata.get("integrity_policy") or integrity
         bundles = _log_store() if state.metadata.get("evidence") else None
-        result = await verify(task, integrity=mode, keep_evidence=bundles is not None)
+        try:
+            result = await verify(task, integrity=mode, keep_evidence=bundles is not None)
+        except Exception as e:
+            # The container or the engine went away under the tests, or the host's disk filled:
+            # infra; anything else still ends the sample scored (a 0 that names the crash).
+            ending = await sample_ending()
+            if ending is None:
+                full = disk_full(None)
+                ending = Ending(infra=full) if full is not None else Ending(
+                    failure="verifier_crashed", message=f"{type(e).__name__}: {e}")
+            return _ended_score(task, ending)
+        if not result.passed and result.error != VERIFIER_BOOTSTRAP:
+            full = disk_full(_container_of_sandbox())
+            if full is not None:  # the tests could not write what they needed on this host
+                return _infra_score(task, full)
         if result.error == VERIFIER_BOOTSTRAP:
             extra[INFRA_KEY] = VerifierBootstrapError(result.explanation.strip().splitlines()[0]
                                                       if result.explanation.strip() else "").as_metadata()
