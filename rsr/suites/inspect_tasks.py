@@ -101,6 +101,29 @@ def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: I
     )
 
 
+def _mark_unmet_needs(samples: list[Sample], tasks: list[LoadedTask], kind: str) -> None:
+    """Record on each sample what its task needs and this run lacks (rsr.sandbox.needs), and
+    say so once, before any sample runs. A cluster (k8s) schedules memory and disk itself."""
+    from rsr.sandbox.disk import docker_root, space
+    from rsr.sandbox.needs import UNMET_KEY, host_memory_mb, summary, tests_fetch, unmet_needs
+
+    local = kind != "k8s"
+    memory = host_memory_mb() if local else None
+    root = docker_root() if local else None
+    found = space("Docker data", root) if root is not None else None
+    by_task: dict[str, list[dict[str, str]]] = {}
+    for sample, loaded in zip(samples, tasks, strict=True):
+        assert sample.metadata is not None
+        needs = unmet_needs(sample.metadata, loaded.config.environment, memory,
+                            found.free_mb if found is not None else None,
+                            fetches=tests_fetch(loaded.paths.tests_dir))
+        if needs:
+            sample.metadata[UNMET_KEY] = needs
+            by_task[loaded.name] = needs
+    for line in summary(by_task):
+        logger.warning("%s", line)
+
+
 def _in_workdir(task: LoadedTask, rel: str) -> str:
     return f"{task.workdir.rstrip('/')}/{rel}" if task.workdir else rel
 
@@ -179,11 +202,11 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
                                 "not_run": not_run, "gpu_check": gpu, "image_policy": image_policy}
     if pin is not None:
         metadata.update(pin.metadata())
+    samples = [task_sample(t, suite, sandbox, found, integrity, network, evidence=evidence,
+                           image_policy=image_policy) for t in runnable]
+    _mark_unmet_needs(samples, runnable, check_kind(sandbox))
     return Task(
-        dataset=MemoryDataset([task_sample(t, suite, sandbox, found, integrity, network, evidence=evidence,
-                                           image_policy=image_policy)
-                               for t in runnable],
-                              name=suite, location=str(root)),
+        dataset=MemoryDataset(samples, name=suite, location=str(root)),
         solver=solver or _default_solver(),
         setup=sandbox_guard(),
         scorer=verifier(integrity),

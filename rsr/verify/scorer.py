@@ -14,6 +14,7 @@ from inspect_ai.util import store
 
 from rsr.errors import RsrError
 from rsr.sandbox.infra import INFRA_KEY, InfraError, current_infra_error
+from rsr.sandbox.needs import UNMET_KEY
 from rsr.tasks.load import LoadedTask, task_from_metadata
 from rsr.verify.artifacts import Collected, collect, sample_artifacts_dir
 from rsr.verify.evidence import EVIDENCE_DIR, SCORE_KEY, BlobStore, SampleEvidence
@@ -291,6 +292,11 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
             full = disk_full(_container_of_sandbox())
             if full is not None:  # the tests could not write what they needed on this host
                 return _infra_score(task, full)
+            unmet = (state.metadata or {}).get(UNMET_KEY)
+            if unmet:  # decided before the run from the task and the run's policy (rsr.sandbox.needs)
+                need = unmet[0]
+                return _infra_score(task, InfraError(f"{need['message']}; the sample failed without it",
+                                                     str(need["kind"])))
         if result.error == VERIFIER_BOOTSTRAP:
             extra[INFRA_KEY] = VerifierBootstrapError(result.explanation.strip().splitlines()[0]
                                                       if result.explanation.strip() else "").as_metadata()
