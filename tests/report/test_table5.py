@@ -28,7 +28,11 @@ def test_read_run_does_name_benchmark_after_task_and_count_errors(log_of) -> Non
     errored = list(by_task["semver-sort"].values())
     assert len(errored) == 3 and all(s.error and not s.passed for s in errored)
     m = run.metrics()
-    assert (m.n_errors, m.mean, m.pass_at_k, m.solved) == (3, 0.5, 0.5, 1)
+    # The model's API failed on every attempt: scored failures counted as infra `model`, each
+    # retried once (the spec's retry_on_error), not Inspect errors that drop out of the headline.
+    assert (m.n_errors, m.n_infra, m.infra_by_kind, m.mean, m.pass_at_k, m.solved) == (
+        0, 3, {"model": 3}, 0.5, 0.5, 1)
+    assert m.n_retried == 3 and all(s.attempts == 2 for s in errored)
 
 
 def test_table5_cli_does_write_csv_md_png_with_one_row_per_benchmark_and_label(
