@@ -19,7 +19,7 @@ from rsr.sandbox.images import ImageMap, find_image_map
 from rsr.sandbox.pull import DEFAULT_POLICY, IMAGE_POLICIES, split_images_option
 from rsr.suites.registry import SUITES, PinCheck, check_pin, resolve_suite_path
 from rsr.suites.sandbox_choice import check_kind, sandbox_spec
-from rsr.suites.sandbox_guard import SANDBOX_TYPE_KEY, sandbox_guard
+from rsr.suites.sandbox_guard import SANDBOX_TYPE_KEY, SETUP_KEY, sandbox_guard
 from rsr.tasks.load import LoadedTask, load_dataset, split_patterns, verifier_mode
 from rsr.verify.scorer import verifier
 
@@ -93,9 +93,11 @@ def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: I
             "image_policy": image_policy,
             "docker_image": cfg.environment.docker_image,
             SANDBOX_TYPE_KEY: spec.type,
+            SETUP_KEY: sample_setup(task),
         },
         sandbox=spec,
-        setup=sample_setup(task),
+        # Not Inspect's `setup`: a failure there is an error outside scoring. The task's setup
+        # step (rsr.suites.sandbox_guard) runs it as root, and its failure is scored as infra.
         # Relative keys land in the sandbox's working directory, where Harbor uploads them.
         files={_in_workdir(task, rel): str(path) for rel, path in task.prebuilt_environment_files().items()} or None,
     )
