@@ -289,6 +289,9 @@ def run_eval_set(
     short = preflight(Path(log_dir))
     if short is not None:
         raise DiskShort(short)
+    from rsr.report.disk_hook import UNDER_RSR_RUN
+
+    UNDER_RSR_RUN.set(True)  # this runner reports a full disk itself (one line, then resume)
     with _disk_full_is_one_line(log_dir, command), log_dir_lock(log_dir, command or f"run_eval_set({spec.name!r})"):
         before = set(Path(log_dir).glob("*.eval"))
         result: tuple[bool, list[Any]] | None = None

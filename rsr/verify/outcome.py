@@ -83,9 +83,20 @@ def _log_dir() -> Path | None:
     return Path(location).parent if location and "://" not in str(location) else None
 
 
+def agent_wrote_much(container: str | None) -> bool:
+    """Whether the agent's container wrote enough to have filled a disk itself."""
+    from rsr.sandbox import engine
+
+    if not container:
+        return False
+    try:
+        return engine.writable_bytes(container) / 2**20 > AGENT_WROTE_MB
+    except Exception:  # noqa: BLE001 - the container is gone: its layer is too
+        return False
+
+
 def disk_full(container: str | None) -> DiskFullError | None:
     """The host's disk, if a filesystem the run writes to is full and the agent did not fill it."""
-    from rsr.sandbox import engine
     from rsr.sandbox.disk import docker_root, full_host_spaces
 
     docker = docker_root()
@@ -94,13 +105,8 @@ def disk_full(container: str | None) -> DiskFullError | None:
         return None
     if container and docker is not None:
         docker_device = next((s.device for s in full if s.role == "Docker data"), None)
-        if docker_device is not None and any(s.device == docker_device for s in full):
-            try:
-                wrote = engine.writable_bytes(container) / 2**20
-            except Exception:  # noqa: BLE001 - the container is gone: its layer is too
-                wrote = 0.0
-            if wrote > AGENT_WROTE_MB:
-                return None  # the agent's own writes may be what filled it
+        if docker_device is not None and any(s.device == docker_device for s in full) and agent_wrote_much(container):
+            return None  # the agent's own writes may be what filled it
     return DiskFullError("no space left on the host: " + "; ".join(f"{s.role} {s.path}: {s.free_mb} MB free"
                                                                    for s in full))
 
