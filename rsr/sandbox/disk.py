@@ -95,3 +95,17 @@ def preflight(log_dir: Path | None, need_mb: int | None = None) -> str | None:
 def full_host_spaces(log_dir: Path | None, docker: Path | None) -> list[Space]:
     """The filesystems of the run that are below the reserve now."""
     return [s for s in run_spaces(log_dir, docker) if s.free_mb < reserve_mb()]
+
+
+def inspect_cli_log_dir(argv: list[str]) -> Path | None:
+    """The log directory of an `inspect eval` command line (None for anything else): the task
+    factory runs before Inspect creates it, so a full disk can be said before Inspect's traceback
+    (or its silent exit 0 when the directory fits and the log does not)."""
+    if not argv or Path(argv[0]).name != "inspect" or "eval" not in argv[1:2]:
+        return None
+    for i, word in enumerate(argv):
+        if word == "--log-dir" and i + 1 < len(argv):
+            return Path(argv[i + 1])
+        if word.startswith("--log-dir="):
+            return Path(word.split("=", 1)[1])
+    return Path(os.environ.get("INSPECT_LOG_DIR") or "./logs")

@@ -103,6 +103,20 @@ def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: I
     )
 
 
+def _disk_preflight_under_inspect() -> None:
+    """`inspect eval rsr/...`: the same disk preflight as `rsr eval run` (which checks before it
+    builds its tasks), said in one line before Inspect creates its log directory."""
+    import sys
+
+    from rsr.sandbox.disk import inspect_cli_log_dir, preflight
+
+    log_dir = inspect_cli_log_dir(sys.argv)
+    short = preflight(log_dir) if log_dir is not None else None
+    if short is not None:
+        print(f"rsr: {short}", file=sys.stderr, flush=True)
+        raise RsrError(short)
+
+
 def _mark_unmet_needs(samples: list[Sample], tasks: list[LoadedTask], kind: str) -> None:
     """Record on each sample what its task needs and this run lacks (rsr.sandbox.needs), and
     say so once, before any sample runs. A cluster (k8s) schedules memory and disk itself."""
@@ -204,6 +218,7 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
                                 "not_run": not_run, "gpu_check": gpu, "image_policy": image_policy}
     if pin is not None:
         metadata.update(pin.metadata())
+    _disk_preflight_under_inspect()
     samples = [task_sample(t, suite, sandbox, found, integrity, network, evidence=evidence,
                            image_policy=image_policy) for t in runnable]
     _mark_unmet_needs(samples, runnable, check_kind(sandbox))
