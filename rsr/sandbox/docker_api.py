@@ -56,6 +56,8 @@ KEEPALIVE = ["sleep", "infinity"]
 DEFAULT_PIDS_LIMIT = 4096
 STORAGE_POLL_SECONDS = 1.0
 START_ATTEMPTS = 2
+ENGINE_WAIT_SECONDS = float(os.environ.get("RSR_ENGINE_WAIT_S", "60"))
+"""How long a sample's start waits for an engine that does not answer (a daemon restarting)."""
 """Container starts tried per sample before it ends as an infrastructure error."""
 
 
@@ -288,6 +290,9 @@ class RsrDockerSandbox(SandboxEnvironment):
     @classmethod
     async def sample_init(cls, task_name: str, config: Any, metadata: dict[str, str]) -> dict[str, SandboxEnvironment]:
         cfg = _config(config)
+        # An engine that is restarting (a retried sample after the daemon went away) gets a
+        # moment to come back before this sample's start counts as failed.
+        await asyncio.to_thread(engine.wait_for_engine, ENGINE_WAIT_SECONDS)
         # A sandbox that cannot start is the infrastructure's failure, not the agent's: the sample
         # goes on with a stand-in that carries why (rsr.sandbox.infra), so it ends scored as a
         # failure and counted as an infra error instead of dropping out of the headline.

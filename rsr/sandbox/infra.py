@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, overload
 
-from inspect_ai.util import ExecResult, SandboxEnvironment
+from inspect_ai.util import ExecResult, SandboxEnvironment, SandboxUnavailableError
 
 INFRA_KEY = "infra"
 """Score metadata key: `{"kind": ..., "message": ...}` on a sample ended by an InfraError."""
@@ -88,14 +88,16 @@ class InfraSandbox(SandboxEnvironment):
         return None
 
 
-class SandboxLostError(InfraError):
+class SandboxLostError(InfraError, SandboxUnavailableError):
     """The sample's container stopped or vanished from outside (`docker kill`, an engine
-    restart), not by the agent's doing (an OOM kill or a storage-limit stop is the agent's)."""
+    restart), not by the agent's doing (an OOM kill or a storage-limit stop is the agent's).
+    Also Inspect's SandboxUnavailableError: Inspect's own probes (the root-access probe at
+    sample start) and tool calls handle it as a sandbox that is gone, and the scorer counts it."""
 
     kind = "sandbox-lost"
 
 
-class EngineError(InfraError):
+class EngineError(InfraError, SandboxUnavailableError):
     """The Docker engine stopped answering (or answered with a server error) mid-sample."""
 
     kind = "engine"

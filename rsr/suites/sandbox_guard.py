@@ -129,6 +129,11 @@ def sandbox_guard() -> Solver:
         expected = (state.metadata or {}).get(SANDBOX_TYPE_KEY)
         if expected:
             check_provider(str(expected), _provider(sandbox()))
+        live = getattr(sandbox(), "_sandbox", None)
+        if hasattr(live, "raise_fate"):
+            # Its container went away (or the engine did) while Inspect readied it: end the
+            # sample now as infra (retried if the run allows), not after an agent ran into it.
+            await live.raise_fate()
         await record_image(state)
         script = (state.metadata or {}).get(SETUP_KEY)
         if script:

@@ -82,14 +82,6 @@ def _eval_run(log_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
                 "-T", "tasks=hello-world", env=env)
 
 
-def test_eval_run_on_a_full_disk_is_one_line_with_the_figures(full_fs: Path) -> None:
-    done = _eval_run(full_fs / "logs-a")
-    text = done.stdout + done.stderr
-    assert done.returncode != 0 and "Traceback" not in text
-    line = next(x for x in text.splitlines() if "not enough disk space" in x)
-    assert "log dir" in line and "MB free" in line
-
-
 def test_a_disk_that_fills_under_the_run_stops_it_with_one_line_and_the_same_command_resumes(full_fs: Path) -> None:
     logs = full_fs / "logs-b"
     # Past the preflight (RSR_DISK_NEED_MB=0), the run meets the full disk when it writes.
