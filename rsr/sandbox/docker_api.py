@@ -384,6 +384,7 @@ class RsrDockerSandbox(SandboxEnvironment):
         InfraError (noted in the sample's store; Inspect may retry the sample, the scorer
         counts it apart). Stopped for memory: the agent's failure, a limit like the storage
         watchdog's (the scorer scores it 0, not as infra). Running: return."""
+        self._check_storage()  # stopped by the storage watchdog: the agent's limit, not infra
         fate = await asyncio.to_thread(container_fate, self.container)
         if fate.running:
             return

@@ -8,7 +8,8 @@ because rsr's tasks set Inspect's `score_on_error`, also after an error on its l
 - infrastructure (`infra`, counted apart, never decided by anything the agent wrote): the
   sandbox never started (rsr.sandbox.infra), its container was stopped from outside or the
   engine went away (the engine's record, rsr.sandbox.fate), the model's API failed (Inspect's
-  record of the call), the host's disk filled (the host's free space, and only when the agent's
+  record of the call; not a request it refused for its content or length, which is the
+  agent's), the host's disk filled (the host's free space, and only when the agent's
   own container did not write the space away);
 - the agent's (`failure`, a 0 in both numbers): its container was stopped for memory, or the
   sample ended in an error none of the above explains (a harness or solver crash).
@@ -19,13 +20,17 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rsr.sandbox.infra import DiskFullError, InfraError, current_infra_error, noted_infra
 
 AGENT_WROTE_MB = 256
 """An agent whose container wrote more than this may itself have filled a disk it shares with
 Docker's data: a full disk is then not counted as infrastructure."""
+
+
+REQUEST_REJECTED = ("context length", "context window", "context_length", "maximum context", "too many tokens",
+                    "prompt is too long", "400", "bad request", "invalid_request")
+"""A model call that failed on what the agent sent, not on the provider: never infrastructure."""
 
 
 @dataclass(frozen=True)
@@ -63,17 +68,26 @@ def _model_failure() -> str | None:
     return None
 
 
-def _rsr_sandbox() -> Any:
+def _storage_exceeded() -> bool:
     from inspect_ai.util import sandbox
-
-    from rsr.sandbox.docker_api import RsrDockerSandbox
 
     try:
         env = sandbox()
-    except Exception:  # no sandbox (a finished log, a task without one)
+    except Exception:
+        return False
+    return bool(getattr(getattr(env, "_sandbox", env), "storage_exceeded", None))
+
+
+async def _container() -> str | None:
+    """The engine container of the sample's sandbox (rsr-docker's, or Inspect's compose one)."""
+    from inspect_ai.util import sandbox
+
+    from rsr.sandbox.backing import container_of
+
+    try:
+        return await container_of(sandbox())
+    except Exception:  # no sandbox (a finished log, a task without one), or its connection is gone
         return None
-    env = getattr(env, "_sandbox", env)
-    return env if isinstance(env, RsrDockerSandbox) else None
 
 
 def _log_dir() -> Path | None:
@@ -117,11 +131,13 @@ async def sample_ending() -> Ending | None:
     if started is not None:
         return Ending(infra=started)
     error = sample_error_message()
-    sbx = _rsr_sandbox()
-    if sbx is not None:
+    container = await _container()
+    if _storage_exceeded():
+        return None  # the storage watchdog stopped it: the verifier reports the agent's limit
+    if container is not None:
         from rsr.sandbox.fate import container_fate
 
-        fate = await asyncio.to_thread(container_fate, sbx.container)
+        fate = await asyncio.to_thread(container_fate, container)
         if fate.oom:
             return Ending(failure="sandbox_oom", message=fate.oom)
         if fate.infra is not None:
@@ -132,10 +148,13 @@ async def sample_ending() -> Ending | None:
     noted = noted_infra()
     if noted is not None:
         return Ending(infra=InfraError(noted["message"], noted["kind"]))
-    disk = await asyncio.to_thread(disk_full, sbx.container if sbx is not None else None)
+    disk = await asyncio.to_thread(disk_full, container)
     if disk is not None:
         return Ending(infra=disk)
     model = _model_failure()
     if model is not None:
+        if any(marker in model.lower() for marker in REQUEST_REJECTED):
+            # The conversation itself was refused (too long, malformed): the agent's doing.
+            return Ending(failure="model_request_rejected", message=model.splitlines()[0][:300])
         return Ending(infra=ModelApiError(f"the model's API failed: {model.splitlines()[0][:300]}"))
     return Ending(failure="sample_error", message=error)
