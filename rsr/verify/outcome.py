@@ -146,8 +146,8 @@ async def sample_ending() -> Ending | None:
     if error is None:
         return None
     noted = noted_infra()
-    if noted is not None:
-        return Ending(infra=InfraError(noted["message"], noted["kind"]))
+    if noted is not None and str(noted.get("message", ""))[:80] in error:
+        return Ending(infra=InfraError(noted["message"], noted["kind"]))  # the error it ended with
     disk = await asyncio.to_thread(disk_full, container)
     if disk is not None:
         return Ending(infra=disk)
