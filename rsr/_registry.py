@@ -10,6 +10,7 @@ from rsr.harness.oracle import oracle
 from rsr.harness.rsrt import rsrt
 from rsr.harness.statem import statem
 from rsr.harness.terminus2 import terminus2
+from rsr.report.disk_hook import DiskFullHook
 from rsr.rl.provider import rsr_vllm
 from rsr.sandbox.docker_api import RsrDockerSandbox
 from rsr.suites.inspect_tasks import core, harbor, lhtb, swr100, tb2, tb2_1, tb3, tb4, tbh

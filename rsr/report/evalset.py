@@ -8,8 +8,10 @@ directory, resumes: finished suites are skipped, unfinished samples are re-run.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,10 @@ class EvalSetConfig(BaseModel):
     max_samples: int | None = Field(default=None, ge=1)
     max_sandboxes: int | None = Field(default=None, ge=1)
     retry_attempts: int = Field(default=3, ge=0)
+    retry_on_error: int = Field(
+        default=1, ge=0,
+        description="times a sample that ended in an error (a lost container, the engine or the model's API "
+                    "failing) is run again; the log keeps every attempt and reports count retried samples")
     fail_on_error: bool | float = Field(
         default=False,
         description="False: an errored sample is logged and counts as a failure in reports",
@@ -198,6 +204,8 @@ def check_model(model: str | None, where: str = "--model") -> None:
     if not providers:
         return
     for name in model.split(","):
+        if name.strip() == "none":
+            continue  # Inspect's own name for a solver that calls no model (`inspect eval --model none`)
         provider, sep, rest = name.strip().partition("/")
         if not sep or not rest:
             raise RsrError(f"{where} {name}: expected PROVIDER/MODEL, e.g. openai/gpt-4o or "
@@ -353,7 +361,15 @@ def run_eval_set(
     metadata = {"rsr_eval_set": spec.name, "rsr_epochs": spec.epochs, "rsr_agent": agent_name}
     if label:
         metadata["rsr_label"] = label
-    with log_dir_lock(log_dir, command or f"run_eval_set({spec.name!r})"):
+    from rsr.sandbox.disk import preflight
+
+    short = preflight(Path(log_dir))
+    if short is not None:
+        raise DiskShort(short)
+    from rsr.report.disk_hook import UNDER_RSR_RUN
+
+    UNDER_RSR_RUN.set(True)  # this runner reports a full disk itself (one line, then resume)
+    with _disk_full_is_one_line(log_dir, command), log_dir_lock(log_dir, command or f"run_eval_set({spec.name!r})"):
         before = set(Path(log_dir).glob("*.eval"))
         result: tuple[bool, list[Any]] | None = None
         with interruptible() as stop:
@@ -368,6 +384,7 @@ def run_eval_set(
                     solver=SolverSpec(agent or spec.agent, agent_args, args_passed=agent_args),
                     epochs=Epochs(spec.epochs, spec.reducers),
                     retry_attempts=spec.retry_attempts,
+                    retry_on_error=spec.retry_on_error,
                     fail_on_error=spec.fail_on_error,
                     time_limit=spec.limits.time_limit,
                     working_limit=spec.limits.working_limit,
@@ -407,6 +424,27 @@ def run_eval_set(
         if path.is_file() and (path.parent / EVIDENCE_DIR).is_dir():
             write_manifest(path)  # evidence/manifests/<log>.json: the bundle's table of contents
     return ok, paths
+
+
+class DiskShort(RsrError):
+    """The disk a run writes to is (or became) too full: one line with the figures."""
+
+
+@contextlib.contextmanager
+def _disk_full_is_one_line(log_dir: str | Path, command: str | None) -> Iterator[None]:
+    """A disk that fills during the run stops it with one line: the logs already written stay,
+    and the same command resumes once there is room."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        from rsr.sandbox.disk import run_spaces
+
+        figures = "; ".join(f"{s.role} {s.path}: {s.free_mb} MB free" for s in run_spaces(Path(log_dir)))
+        raise DiskShort(f"the disk filled during the run ({e.strerror}: {e.filename or 'a log write'}); "
+                        f"{figures}; the logs already written are kept in {log_dir}: free some space and "
+                        f"resume with the same command" + (f": {command}" if command else "")) from None
 
 
 def summary_lines(paths: list[Path]) -> list[str]:

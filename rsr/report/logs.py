@@ -76,6 +76,7 @@ class SampleRecord(BaseModel):
     infra: str | None = Field(default=None, description="kind of the infrastructure error that ended the "
                               "sample (build, pull, sandbox, verifier), if any")
     infra_message: str | None = None
+    attempts: int = Field(default=1, description="attempts the run took (retries after an error)")
 
     @property
     def failed_to_run(self) -> bool:
@@ -133,7 +134,7 @@ class RunLog(BaseModel):
             TaskOutcome.from_runs(
                 name,
                 {
-                    e: (s.passed, s.process, s.failed_to_run, s.infra, s.error_kind)
+                    e: (s.passed, s.process, s.failed_to_run, s.infra, s.error_kind, s.attempts)
                     for e, s in grouped.get(name, {}).items()
                 },
                 self.epochs,
@@ -192,6 +193,7 @@ def _record(sample: Any) -> SampleRecord:
         limit=sample.limit.type if sample.limit is not None else None,
         infra=infra if fields is not None else None,
         infra_message=infra_message if fields is not None else None,
+        attempts=len(getattr(sample, "error_retries", None) or []) + 1,
     )
 
 

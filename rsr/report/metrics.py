@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -93,6 +94,8 @@ class TaskOutcome(BaseModel):
         description="per run: the kind of its infrastructure error, else None (empty: none had one)")
     error_kinds: list[str] = Field(
         default_factory=list, description="the kind of each errored run (the Inspect error's type, or 'unscored')")
+    retried: int = Field(default=0, description="runs that took more than one attempt (Inspect's "
+                         "retry_on_error retried an infrastructure failure; the log keeps each attempt)")
 
     @property
     def n(self) -> int:
@@ -106,7 +109,7 @@ class TaskOutcome(BaseModel):
     def from_runs(
         cls,
         task: str,
-        runs: Mapping[int, tuple[bool, float, bool] | tuple[bool, float, bool, str | None, str | None]],
+        runs: Mapping[int, tuple[Any, ...]],
         epochs: int,
     ) -> TaskOutcome:
         """Build from `{epoch: (passed, process, errored[, infra kind, error kind])}`, filling
@@ -115,7 +118,7 @@ class TaskOutcome(BaseModel):
         process: list[float] = []
         infra: list[str | None] = []
         error_kinds: list[str] = []
-        errors = missing = 0
+        errors = missing = retried = 0
         for epoch in range(1, epochs + 1):
             if epoch not in runs:
                 missing += 1
@@ -124,7 +127,10 @@ class TaskOutcome(BaseModel):
                 infra.append(None)
                 continue
             ok, proc, errored, *kinds = runs[epoch]
-            infra_kind, error_kind = (kinds + [None, None])[:2]
+            infra_kind, error_kind, attempts = (list(kinds) + [None, None, 1])[:3]
+            retried += int((attempts or 1) > 1)
+            # A run the scorer classified as infrastructure is counted there, not twice.
+            errored = bool(errored) and infra_kind is None
             errors += int(errored)
             if errored:
                 error_kinds.append(error_kind or "error")
@@ -132,7 +138,8 @@ class TaskOutcome(BaseModel):
             process.append(0.0 if errored or infra_kind is not None else float(proc))
             infra.append(infra_kind)
         return cls(task=task, passed=passed, process=process, errors=errors, missing=missing,
-                   infra=infra if any(k is not None for k in infra) else [], error_kinds=error_kinds)
+                   infra=infra if any(k is not None for k in infra) else [], error_kinds=error_kinds,
+                   retried=retried)
 
 
 class SuiteMetrics(BaseModel):
@@ -161,6 +168,8 @@ class SuiteMetrics(BaseModel):
                                            "error's type, or 'unscored')")
     mean_excl_infra: float | None = Field(default=None, description="pass rate over the runs without an "
                                           "infrastructure error; None when every run had one")
+    n_retried: int = Field(default=0, description="runs that took more than one attempt (an infrastructure "
+                           "failure retried; each attempt is in the log)")
 
 
 def suite_metrics(outcomes: Iterable[TaskOutcome], k: int = 3) -> SuiteMetrics:
@@ -208,6 +217,7 @@ def suite_metrics(outcomes: Iterable[TaskOutcome], k: int = 3) -> SuiteMetrics:
         infra_by_kind=dict(sorted(infra_kinds.items())),
         errors_by_kind=dict(sorted(Counter(k for t in tasks for k in t.error_kinds).items())),
         mean_excl_infra=sum(kept) / len(kept) if kept else None,
+        n_retried=sum(t.retried for t in tasks),
     )
 
 
@@ -231,6 +241,8 @@ def headline(m: SuiteMetrics) -> str:
         parts.append(f"errored {m.n_errors} ({_kinds(m.errors_by_kind) or 'error ' + str(m.n_errors)})")
     if m.n_missing:
         parts.append(f"missing {m.n_missing}")
+    if m.n_retried:
+        parts.append(f"retried {m.n_retried} (after an infra failure)")
     kept = total - m.n_infra
     excl = "n/a" if m.mean_excl_infra is None else f"{100 * m.mean_excl_infra:.1f}%"
     parts.append(f"excluding infra errors: passed {excl} of {_runs(kept)}")

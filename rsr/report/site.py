@@ -69,6 +69,8 @@ def readme_table(entries: list[LeaderboardEntry], k: int = 3) -> str:
             excl = "" if not m.n_infra else (
                 f" (excl. {m.n_infra} infra: "
                 f"{'n/a' if m.mean_excl_infra is None else f'{100 * m.mean_excl_infra:.1f}%'})")
+            if m.n_retried:
+                excl += f" ({m.n_retried} retried)"
             scores.append(score_text(r) + excl)
             passes.append("n/a" if r.metrics.pass_at_k is None
                           else f"{100 * r.metrics.pass_at_k:.1f}%")

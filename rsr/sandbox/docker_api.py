@@ -38,7 +38,15 @@ from inspect_ai.util._sandbox.environment import SandboxUnavailableError, sandbo
 from pydantic import BaseModel, ConfigDict
 
 from rsr.sandbox import engine
-from rsr.sandbox.infra import ImageBuildError, ImageMissingError, ImagePullError, InfraError, InfraSandbox
+from rsr.sandbox.fate import container_fate
+from rsr.sandbox.infra import (
+    ImageBuildError,
+    ImageMissingError,
+    ImagePullError,
+    InfraError,
+    InfraSandbox,
+    note_infra,
+)
 from rsr.sandbox.pull import ImagePolicy, ResolvedImage, image_present, local_image, pull_image, resolved
 
 logger = logging.getLogger(__name__)
@@ -48,6 +56,8 @@ KEEPALIVE = ["sleep", "infinity"]
 DEFAULT_PIDS_LIMIT = 4096
 STORAGE_POLL_SECONDS = 1.0
 START_ATTEMPTS = 2
+ENGINE_WAIT_SECONDS = float(os.environ.get("RSR_ENGINE_WAIT_S", "60"))
+"""How long a sample's start waits for an engine that does not answer (a daemon restarting)."""
 """Container starts tried per sample before it ends as an infrastructure error."""
 
 
@@ -280,6 +290,9 @@ class RsrDockerSandbox(SandboxEnvironment):
     @classmethod
     async def sample_init(cls, task_name: str, config: Any, metadata: dict[str, str]) -> dict[str, SandboxEnvironment]:
         cfg = _config(config)
+        # An engine that is restarting (a retried sample after the daemon went away) gets a
+        # moment to come back before this sample's start counts as failed.
+        await asyncio.to_thread(engine.wait_for_engine, ENGINE_WAIT_SECONDS)
         # A sandbox that cannot start is the infrastructure's failure, not the agent's: the sample
         # goes on with a stand-in that carries why (rsr.sandbox.infra), so it ends scored as a
         # failure and counted as an infra error instead of dropping out of the headline.
@@ -365,6 +378,23 @@ class RsrDockerSandbox(SandboxEnvironment):
 
     # -- exec and files --------------------------------------------------------------------
 
+    async def raise_fate(self, error: BaseException | None = None) -> None:
+        """After a failed call (or before verifying): if the container is no longer running,
+        raise what the engine says ended it. Stopped from outside or the engine gone: an
+        InfraError (noted in the sample's store; Inspect may retry the sample, the scorer
+        counts it apart). Stopped for memory: the agent's failure, a limit like the storage
+        watchdog's (the scorer scores it 0, not as infra). Running: return."""
+        self._check_storage()  # stopped by the storage watchdog: the agent's limit, not infra
+        fate = await asyncio.to_thread(container_fate, self.container)
+        if fate.running:
+            return
+        if fate.oom:
+            limit = float(self.config.memory_mb)
+            raise LimitExceededError("custom", value=limit + 1, limit=limit, message=fate.oom) from error
+        assert fate.infra is not None
+        note_infra(fate.infra)
+        raise fate.infra from error
+
     def _check_storage(self) -> None:
         if self.storage_exceeded:
             limit = float(self.config.storage_mb or 0)
@@ -382,13 +412,15 @@ class RsrDockerSandbox(SandboxEnvironment):
         try:
             outcome = await asyncio.to_thread(engine.run_exec, self.container, cmd, input=data,
                                               cwd=str(workdir), env=env, user=user, timeout=timeout)
-        except APIError as e:
+        except Exception as e:
             self._check_storage()
+            await self.raise_fate(e)
             text = str(e)
-            if "is not running" in text or e.status_code == 404:
-                raise SandboxUnavailableError(f"the sandbox container is not running: {text}") from e
-            if "unable to find user" in text or "no such file or directory" in text.lower():
+            if isinstance(e, APIError) and ("unable to find user" in text
+                                            or "no such file or directory" in text.lower()):
                 return ExecResult(success=False, returncode=126, stdout="", stderr=text)
+            if isinstance(e, APIError) and ("is not running" in text or e.status_code == 404):
+                raise SandboxUnavailableError(f"the sandbox container is not running: {text}") from e
             raise
         stdout = outcome.stdout.decode("utf-8", errors="replace")
         stderr = outcome.stderr.decode("utf-8", errors="replace")
@@ -407,7 +439,10 @@ class RsrDockerSandbox(SandboxEnvironment):
         data = contents.encode() if isinstance(contents, str) else contents
         try:
             await asyncio.to_thread(engine.put_archive, self.container, engine.tar_of({str(path): data}))
-        except APIError as e:
+        except Exception as e:
+            await self.raise_fate(e)
+            if not isinstance(e, APIError):
+                raise
             text = str(e)
             if "directory" in text.lower() and ("cannot" in text.lower() or "is a" in text.lower()):
                 raise IsADirectoryError(f"{path} is a directory (container {self.container[:12]})") from e
@@ -422,7 +457,11 @@ class RsrDockerSandbox(SandboxEnvironment):
     async def read_file(self, file: str, text: bool = True) -> str | bytes:
         path = self._abs(file)
         # Symlinks are followed inside the container's filesystem view, as `cat` would.
-        data = await asyncio.to_thread(engine.get_file, self.container, str(path), follow=True)
+        try:
+            data = await asyncio.to_thread(engine.get_file, self.container, str(path), follow=True)
+        except Exception as e:
+            await self.raise_fate(e)
+            raise
         return data.decode("utf-8", errors="replace") if text else data
 
     async def connection(self, *, user: str | None = None) -> SandboxConnection:

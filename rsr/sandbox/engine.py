@@ -75,6 +75,20 @@ def api() -> docker.APIClient:
     return client().api
 
 
+def wait_for_engine(seconds: float) -> bool:
+    """Wait up to `seconds` for the engine to answer a ping; True when it does."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if api().ping():
+                return True
+        except Exception:  # noqa: BLE001 - refused, reset, a 5xx while it starts: not up yet
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.5)
+
+
 @dataclass
 class ExecOutcome:
     returncode: int

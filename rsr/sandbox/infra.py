@@ -9,20 +9,29 @@ setup step (`rsr.suites.sandbox_guard`) ends the sample before any agent runs; t
 "message"}`, which the headline counts as a failure and the `infra_errors` and
 `passed_excl_infra` metrics count apart.
 
-Every error carries a `kind` ("pull", "build", "image-missing", "sandbox",
-"verifier") so that the run's accounting counts infrastructure failures by kind. They live in
-the sandbox layer so that every layer above (sandboxes, verifier, suites) can raise and classify
-them.
+A failure after the sandbox started (the container killed from outside, the engine gone, the
+model's API failing, the host's disk full) reaches the same scorer another way: the provider
+or harness raises an `InfraError` (and notes it in the sample's store), Inspect retries the
+sample while `retry_on_error` allows, and on the last attempt, because rsr's tasks set
+`score_on_error`, the scorer runs and classifies what ended the sample (rsr.verify.outcome).
+
+Every error carries a `kind` ("pull", "build", "image-missing", "sandbox", "sandbox-lost",
+"engine", "model", "verifier", "disk", "network", "setup") so that the run's accounting
+counts infrastructure failures by kind. They live in the sandbox layer so that every layer
+above (sandboxes, verifier, suites) can raise and classify them. Nothing the agent writes
+decides a kind: each is read from the engine, the host or the model API's own failure.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, overload
 
-from inspect_ai.util import ExecResult, SandboxEnvironment
+from inspect_ai.util import ExecResult, SandboxEnvironment, SandboxUnavailableError
 
 INFRA_KEY = "infra"
 """Score metadata key: `{"kind": ..., "message": ...}` on a sample ended by an InfraError."""
+INFRA_STORE = "rsr:infra"
+"""Sample store key: the first InfraError raised while the sample ran (`as_metadata()`)."""
 
 
 class InfraError(RuntimeError):
@@ -77,6 +86,50 @@ class InfraSandbox(SandboxEnvironment):
     async def sample_cleanup(cls, task_name: str, config: Any, environments: dict[str, SandboxEnvironment],
                              interrupted: bool) -> None:
         return None
+
+
+class SandboxLostError(InfraError, SandboxUnavailableError):
+    """The sample's container stopped or vanished from outside (`docker kill`, an engine
+    restart), not by the agent's doing (an OOM kill or a storage-limit stop is the agent's).
+    Also Inspect's SandboxUnavailableError: Inspect's own probes (the root-access probe at
+    sample start) and tool calls handle it as a sandbox that is gone, and the scorer counts it."""
+
+    kind = "sandbox-lost"
+
+
+class EngineError(InfraError, SandboxUnavailableError):
+    """The Docker engine stopped answering (or answered with a server error) mid-sample."""
+
+    kind = "engine"
+
+
+class DiskFullError(InfraError):
+    """The host's disk (logs, evidence, rsr's cache, Docker's data) has no room left."""
+
+    kind = "disk"
+
+
+def note_infra(error: InfraError) -> None:
+    """Record in the running sample's store what failed under it (the first failure wins: later
+    ones are its consequences); the scorer reads it if the sample ends in an error."""
+    from inspect_ai.util import store
+
+    try:
+        kept = store()
+        if kept.get(INFRA_STORE) is None:
+            kept.set(INFRA_STORE, error.as_metadata())
+    except Exception:  # outside a sample (a regrade, a test): nothing to record into
+        return
+
+
+def noted_infra() -> dict[str, str] | None:
+    from inspect_ai.util import store
+
+    try:
+        found = store().get(INFRA_STORE)
+    except Exception:
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def infra_error_of(env: Any) -> InfraError | None:

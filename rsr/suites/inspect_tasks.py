@@ -19,7 +19,7 @@ from rsr.sandbox.images import ImageMap, find_image_map
 from rsr.sandbox.pull import DEFAULT_POLICY, IMAGE_POLICIES, split_images_option
 from rsr.suites.registry import SUITES, PinCheck, check_pin, resolve_suite_path
 from rsr.suites.sandbox_choice import check_kind, sandbox_spec
-from rsr.suites.sandbox_guard import SANDBOX_TYPE_KEY, sandbox_guard
+from rsr.suites.sandbox_guard import SANDBOX_TYPE_KEY, SETUP_KEY, sandbox_guard
 from rsr.tasks.load import LoadedTask, load_dataset, split_patterns, verifier_mode
 from rsr.verify.scorer import verifier
 
@@ -93,12 +93,51 @@ def task_sample(task: LoadedTask, suite: str, sandbox: str = "docker", images: I
             "image_policy": image_policy,
             "docker_image": cfg.environment.docker_image,
             SANDBOX_TYPE_KEY: spec.type,
+            SETUP_KEY: sample_setup(task),
         },
         sandbox=spec,
-        setup=sample_setup(task),
+        # Not Inspect's `setup`: a failure there is an error outside scoring. The task's setup
+        # step (rsr.suites.sandbox_guard) runs it as root, and its failure is scored as infra.
         # Relative keys land in the sandbox's working directory, where Harbor uploads them.
         files={_in_workdir(task, rel): str(path) for rel, path in task.prebuilt_environment_files().items()} or None,
     )
+
+
+def _disk_preflight_under_inspect() -> None:
+    """`inspect eval rsr/...`: the same disk preflight as `rsr eval run` (which checks before it
+    builds its tasks), said in one line before Inspect creates its log directory."""
+    import sys
+
+    from rsr.sandbox.disk import inspect_cli_log_dir, preflight
+
+    log_dir = inspect_cli_log_dir(sys.argv)
+    short = preflight(log_dir) if log_dir is not None else None
+    if short is not None:
+        print(f"rsr: {short}", file=sys.stderr, flush=True)
+        raise RsrError(short)
+
+
+def _mark_unmet_needs(samples: list[Sample], tasks: list[LoadedTask], kind: str) -> None:
+    """Record on each sample what its task needs and this run lacks (rsr.sandbox.needs), and
+    say so once, before any sample runs. A cluster (k8s) schedules memory and disk itself."""
+    from rsr.sandbox.disk import docker_root, space
+    from rsr.sandbox.needs import UNMET_KEY, host_memory_mb, summary, tests_fetch, unmet_needs
+
+    local = kind != "k8s"
+    memory = host_memory_mb() if local else None
+    root = docker_root() if local else None
+    found = space("Docker data", root) if root is not None else None
+    by_task: dict[str, list[dict[str, str]]] = {}
+    for sample, loaded in zip(samples, tasks, strict=True):
+        assert sample.metadata is not None
+        needs = unmet_needs(sample.metadata, loaded.config.environment, memory,
+                            found.free_mb if found is not None else None,
+                            fetches=tests_fetch(loaded.paths.tests_dir))
+        if needs:
+            sample.metadata[UNMET_KEY] = needs
+            by_task[loaded.name] = needs
+    for line in summary(by_task):
+        logger.warning("%s", line)
 
 
 def _in_workdir(task: LoadedTask, rel: str) -> str:
@@ -179,19 +218,22 @@ def tasks_task(suite: str, root: Path, tasks: str | list[str] | None,
                                 "not_run": not_run, "gpu_check": gpu, "image_policy": image_policy}
     if pin is not None:
         metadata.update(pin.metadata())
+    _disk_preflight_under_inspect()
+    samples = [task_sample(t, suite, sandbox, found, integrity, network, evidence=evidence,
+                           image_policy=image_policy) for t in runnable]
+    _mark_unmet_needs(samples, runnable, check_kind(sandbox))
     return Task(
-        dataset=MemoryDataset([task_sample(t, suite, sandbox, found, integrity, network, evidence=evidence,
-                                           image_policy=image_policy)
-                               for t in runnable],
-                              name=suite, location=str(root)),
+        dataset=MemoryDataset(samples, name=suite, location=str(root)),
         solver=solver or _default_solver(),
         setup=sandbox_guard(),
         scorer=verifier(integrity),
         metadata=metadata,
         # As under Harbor, one broken task (an image that does not build) is that task's error,
-        # scored as an infrastructure error (rsr.sandbox.infra); the other samples still run, and
-        # errors of other kinds stay Inspect errors (`inspect eval-retry` reruns those).
+        # scored as an infrastructure error (rsr.sandbox.infra); the other samples still run.
         fail_on_error=False,
+        # A started sample ends scored: an error still on its last attempt (after any
+        # --retry-on-error retries) goes to the scorer, which classifies it (rsr.verify.outcome).
+        score_on_error=True,
     )
 
 

@@ -22,6 +22,11 @@ from rsr.sandbox.pull import ResolvedImage
 
 SANDBOX_TYPE_KEY = "sandbox_type"
 """Sample metadata: the provider the task's sample asked for."""
+SETUP_KEY = "rsr_setup"
+"""Sample metadata: the script that readies the sandbox before the agent (Harbor's log dirs, the
+task's healthcheck), run here as root: an image whose last `USER` cannot write /tmp or /logs
+(`USER nobody`) still gets them, and a failure is the environment's (infra `setup`)."""
+SETUP_TIMEOUT = 600
 IMAGE_KEY = "image"
 """Sample metadata (and store): the image the sample's container runs, as rsr-docker found,
 pulled or built it (name, id, repo digest, source, policy)."""
@@ -93,6 +98,23 @@ async def _container_image(env: object, policy: str) -> ResolvedImage | None:
                          repo_digests=list(found.get("RepoDigests") or []), source="compose", policy=policy)
 
 
+async def run_setup(script: str) -> None:
+    """Run the sample's setup script as root, before the agent; a failure (a healthcheck that
+    never passes) ends the sample as infra `setup`: the agent has not run yet."""
+    from rsr.sandbox.infra import InfraError, note_infra
+
+    try:
+        result = await sandbox().exec(["sh", "-c", script], user="root", timeout=SETUP_TIMEOUT)
+    except TimeoutError:
+        result = None
+    if result is None or not result.success:
+        why = "timed out" if result is None else (result.stderr.strip()[-500:] or f"exit {result.returncode}")
+        error = InfraError(f"the sandbox's setup (log directories, the task's healthcheck) failed before the "
+                           f"agent ran: {why}", kind="setup")
+        note_infra(error)
+        raise error
+
+
 @solver(name="sandbox_guard")
 def sandbox_guard() -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -107,7 +129,15 @@ def sandbox_guard() -> Solver:
         expected = (state.metadata or {}).get(SANDBOX_TYPE_KEY)
         if expected:
             check_provider(str(expected), _provider(sandbox()))
+        live = getattr(sandbox(), "_sandbox", None)
+        if hasattr(live, "raise_fate"):
+            # Its container went away (or the engine did) while Inspect readied it: end the
+            # sample now as infra (retried if the run allows), not after an agent ran into it.
+            await live.raise_fate()
         await record_image(state)
+        script = (state.metadata or {}).get(SETUP_KEY)
+        if script:
+            await run_setup(str(script))
         return state
 
     return solve

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections import Counter
 from pathlib import Path
@@ -13,12 +14,14 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import store
 
 from rsr.errors import RsrError
-from rsr.sandbox.infra import INFRA_KEY, InfraError, current_infra_error
+from rsr.sandbox.infra import INFRA_KEY, DiskFullError, InfraError, current_infra_error
+from rsr.sandbox.needs import UNMET_KEY
 from rsr.tasks.load import LoadedTask, task_from_metadata
 from rsr.verify.artifacts import Collected, collect, sample_artifacts_dir
 from rsr.verify.evidence import EVIDENCE_DIR, SCORE_KEY, BlobStore, SampleEvidence
 from rsr.verify.hack_review import SCORE_KEY as REVIEW_KEY
 from rsr.verify.hack_review import review_messages
+from rsr.verify.outcome import Ending, agent_wrote_much, disk_full, sample_ending
 from rsr.verify.steps import STORE_ARTIFACTS_DIR, STORE_STEPS, StepsRecord, trial_result
 from rsr.verify.verifier import VERIFIER_BOOTSTRAP, Integrity, VerifierBootstrapError, VerifierResult, verify
 
@@ -30,6 +33,16 @@ STORE_KEY = "rsr_evidence"
 """Sample store key: `{"record": digest, "store": absolute path of the bundle store}`, so that
 `inspect score` on the finished log (which rebuilds the state from the store, not the scores)
 finds the bundle."""
+
+
+def _container_of_sandbox() -> str | None:
+    from inspect_ai.util import sandbox
+
+    try:
+        env = sandbox()
+    except Exception:
+        return None
+    return getattr(getattr(env, "_sandbox", env), "container", None)
 
 
 def _has_sandbox() -> bool:
@@ -136,9 +149,24 @@ def _score(result: VerifierResult, task: LoadedTask, evidence: dict[str, Any] | 
             "task_digest": task.digest,
             "integrity": result.integrity.model_dump() if result.integrity else None,
             SCORE_KEY: evidence,
+            ATTEMPTS_KEY: _attempts(),
             **(extra or {}),
         },
     )
+
+
+ATTEMPTS_KEY = "attempts"
+"""Score metadata: the attempts this sample took (1 unless Inspect's retry_on_error retried an
+infrastructure failure; every earlier attempt's error is in the log's `error_retries`)."""
+
+
+def _attempts() -> int:
+    try:
+        from inspect_ai.log._samples import sample_active
+
+        return len(getattr(sample_active(), "error_retries", None) or []) + 1
+    except Exception:  # outside a running sample (a regrade)
+        return 1
 
 
 def _infra_score(task: LoadedTask, error: InfraError) -> Score:
@@ -147,7 +175,20 @@ def _infra_score(task: LoadedTask, error: InfraError) -> Score:
         value={"passed": 0.0, "reward": 0.0, "process": 0.0},
         answer="failed",
         explanation=f"infrastructure error ({error.kind}), no verdict on the agent: {error}",
-        metadata={"error": f"infra_{error.kind}", INFRA_KEY: error.as_metadata(), "task_digest": task.digest},
+        metadata={"error": f"infra_{error.kind}", INFRA_KEY: error.as_metadata(), "task_digest": task.digest,
+                  ATTEMPTS_KEY: _attempts()},
+    )
+
+
+def _ended_score(task: LoadedTask, ending: Ending) -> Score:
+    """A sample whose tests could not run: the infrastructure's failure or the agent's."""
+    if ending.infra is not None:
+        return _infra_score(task, ending.infra)
+    return Score(
+        value={"passed": 0.0, "reward": 0.0, "process": 0.0},
+        answer="failed",
+        explanation=f"the sample ended before its tests could run ({ending.failure}): {ending.message}",
+        metadata={**_agent_end(), "error": ending.failure, "task_digest": task.digest, ATTEMPTS_KEY: _attempts()},
     )
 
 
@@ -211,9 +252,12 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
 
     async def score(state: TaskState, target: Target) -> Score:
         task = task_from_metadata(state.metadata)
-        failed = current_infra_error()
-        if failed is not None:  # the sandbox never started: nothing to verify (rsr.sandbox.infra)
-            return _infra_score(task, failed)
+        if _has_sandbox() or current_infra_error() is not None:
+            # The one rule: a started sample ends scored. An error, a lost container or a
+            # sandbox that never started ends it here, as infra or as the agent's failure.
+            ending = await sample_ending()
+            if ending is not None:
+                return _ended_score(task, ending)
         # The deterministic hack review over the transcript: a few regexes per command, so always
         # on. Informational here: a board recomputes it from the transcript (rsr.verify.hack_review).
         extra: dict[str, Any] = {REVIEW_KEY: review_messages(state.messages, task)}
@@ -221,42 +265,77 @@ def verifier(integrity: Integrity = "auto") -> Scorer:
             kept = (state.store.get(STORE_KEY) if state.store is not None else None) or None
             return _score(await _regrade_finished(state, task), task,
                           {"record": kept["record"], "regraded": True} if kept else None, extra)
-        if task.config.steps:
-            # Multi-step samples were verified step by step with the agent: no bundle (yet).
-            result, steps = _multi_step(task)
-            return _score(result, task, None, {**extra, **steps})
-        # Harbor collects artifacts after the agent, before the tests.
-        root = sample_artifacts_dir(task, getattr(state, "uuid", None))
-        collected = await collect(task, root / "artifacts")
-        if not collected.files:
-            with contextlib.suppress(OSError):
-                root.rmdir()  # nothing kept, no directory left behind
-        store().set(STORE_ARTIFACTS, collected.model_dump())
-        extra["artifacts"] = collected.model_dump()
-        mode = state.metadata.get("integrity_policy") or integrity
-        bundles = _log_store() if state.metadata.get("evidence") else None
-        result = await verify(task, integrity=mode, keep_evidence=bundles is not None)
-        if result.error == VERIFIER_BOOTSTRAP:
-            extra[INFRA_KEY] = VerifierBootstrapError(result.explanation.strip().splitlines()[0]
-                                                      if result.explanation.strip() else "").as_metadata()
-        evidence = None
-        if bundles is not None:
-            from inspect_ai.log import transcript
-            from inspect_ai.log._samples import sample_active
-
-            from rsr.verify.binding import transcript_digest
-            from rsr.verify.recording import keep_evidence
-
-            record = await keep_evidence(task, result, result.integrity.mode if result.integrity else mode, bundles,
-                                         _reward_files_read(), state.uuid, epoch=state.epoch,
-                                         eval_id=getattr(sample_active(), "eval_id", None),
-                                         transcript=transcript_digest(state.messages, transcript().events))
-            if record is not None:
-                evidence = {"record": record}
-                state.store.set(STORE_KEY, {"record": record, "store": str(bundles.root)})
-        return _score(result, task, evidence, extra)
+        try:
+            return await _verify_live(state, task, integrity, extra)
+        except Exception as e:
+            # Whatever broke under the scoring (the container or the engine gone, the host's disk
+            # full, a crash), the sample still ends scored: infra where the engine or the host
+            # says so, else a 0 that names the crash.
+            return _ended_score(task, await _crash_ending(e))
 
     return score
+
+
+async def _verify_live(state: TaskState, task: LoadedTask, integrity: Integrity, extra: dict[str, Any]) -> Score:
+    """Collect the artifacts, run the tests, keep the evidence: the verdict on a live sandbox."""
+    if task.config.steps:
+        # Multi-step samples were verified step by step with the agent: no bundle (yet).
+        result, steps = _multi_step(task)
+        return _score(result, task, None, {**extra, **steps})
+    # Harbor collects artifacts after the agent, before the tests.
+    root = sample_artifacts_dir(task, getattr(state, "uuid", None))
+    collected = await collect(task, root / "artifacts")
+    if not collected.files:
+        with contextlib.suppress(OSError):
+            root.rmdir()  # nothing kept, no directory left behind
+    store().set(STORE_ARTIFACTS, collected.model_dump())
+    extra["artifacts"] = collected.model_dump()
+    mode = state.metadata.get("integrity_policy") or integrity
+    bundles = _log_store() if state.metadata.get("evidence") else None
+    result = await verify(task, integrity=mode, keep_evidence=bundles is not None)
+    if not result.passed and result.error != VERIFIER_BOOTSTRAP:
+        full = disk_full(_container_of_sandbox())
+        if full is not None:  # the tests could not write what they needed on this host
+            return _infra_score(task, full)
+        unmet = (state.metadata or {}).get(UNMET_KEY)
+        if unmet:  # decided before the run from the task and the run's policy (rsr.sandbox.needs)
+            need = unmet[0]
+            return _infra_score(task, InfraError(f"{need['message']}; the sample failed without it",
+                                                 str(need["kind"])))
+    if result.error == VERIFIER_BOOTSTRAP:
+        extra[INFRA_KEY] = VerifierBootstrapError(result.explanation.strip().splitlines()[0]
+                                                  if result.explanation.strip() else "").as_metadata()
+    evidence = None
+    if bundles is not None:
+        from inspect_ai.log import transcript
+        from inspect_ai.log._samples import sample_active
+
+        from rsr.verify.binding import transcript_digest
+        from rsr.verify.recording import keep_evidence
+
+        record = await keep_evidence(task, result, result.integrity.mode if result.integrity else mode, bundles,
+                                     _reward_files_read(), state.uuid, epoch=state.epoch,
+                                     eval_id=getattr(sample_active(), "eval_id", None),
+                                     transcript=transcript_digest(state.messages, transcript().events))
+        if record is not None:
+            evidence = {"record": record}
+            state.store.set(STORE_KEY, {"record": record, "store": str(bundles.root)})
+    return _score(result, task, evidence, extra)
+
+
+async def _crash_ending(error: Exception) -> Ending:
+    ending = await sample_ending()
+    if ending is not None:
+        return ending
+    container = _container_of_sandbox()
+    full = disk_full(container)
+    if full is not None:
+        return Ending(infra=full)
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT) and not agent_wrote_much(container):
+        # A host write found no room (rsr's cache, the log dir); the agent's container did not
+        # write enough to have taken it.
+        return Ending(infra=DiskFullError(f"no space left on the host: {error}"))
+    return Ending(failure="verifier_crashed", message=f"{type(error).__name__}: {error}")
 
 
 def _multi_step(task: Any) -> tuple[VerifierResult, dict[str, Any]]:

@@ -28,7 +28,10 @@ def test_read_run_does_name_benchmark_after_task_and_count_errors(log_of) -> Non
     errored = list(by_task["semver-sort"].values())
     assert len(errored) == 3 and all(s.error and not s.passed for s in errored)
     m = run.metrics()
-    assert (m.n_errors, m.mean, m.pass_at_k, m.solved) == (3, 0.5, 0.5, 1)
+    # The model's API failed: scored failures counted as infra `model`, not Inspect errors that
+    # drop out of Inspect's headline.
+    assert (m.n_errors, m.n_infra, m.infra_by_kind, m.mean, m.pass_at_k, m.solved) == (
+        0, 3, {"model": 3}, 0.5, 0.5, 1)
 
 
 def test_table5_cli_does_write_csv_md_png_with_one_row_per_benchmark_and_label(
@@ -48,7 +51,7 @@ def test_table5_cli_does_write_csv_md_png_with_one_row_per_benchmark_and_label(
     assert float(oracle["pass_at_3"]) == 1.0 and float(oracle["mean"]) == 1.0
     assert float(null["pass_at_3"]) == 0.0 and float(null["process"]) == 0.0
     assert float(scripted["pass_at_3"]) == 0.5 and float(scripted["mean"]) == 0.5
-    assert scripted["n_errors"] == "3" and scripted["n_tasks"] == "2"
+    assert scripted["n_errors"] == "0" and scripted["n_infra"] == "3" and scripted["n_tasks"] == "2"
     assert scripted["n_runs"] == "3" and float(scripted["stderr"]) == pytest.approx(0.5)
     for row in rows.values():
         for col in ("pass_at_3", "mean", "stderr", "process"):

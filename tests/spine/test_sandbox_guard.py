@@ -40,6 +40,11 @@ def test_inspect_eval_rejects_sandbox_override_before_the_agent_or_tests_run(tmp
         if not logs_existed and Path("/logs").exists():
             shutil.rmtree("/logs", ignore_errors=True)
     (sample,) = log.samples or []
-    assert sample.error is not None and not sample.scores
+    # Refused before the agent: the error stays on the sample, and (a started sample ends scored)
+    # its score is a 0 that names it; the hidden tests never ran on the host.
+    assert sample.error is not None
+    score = sample.scores["verifier"]
+    assert score.value["passed"] == 0 and score.metadata["error"] == "sample_error"
+    assert "integrity" not in score.metadata
     assert "its task defines 'rsr-docker'" in sample.error.message
     assert "`--sandbox local`" in sample.error.message
