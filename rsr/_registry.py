@@ -10,13 +10,29 @@ from rsr.harness.oracle import oracle
 from rsr.harness.rsrt import rsrt
 from rsr.harness.statem import statem
 from rsr.harness.terminus2 import terminus2
-from rsr.report.disk_hook import DiskFullHook
 from rsr.rl.provider import rsr_vllm
 from rsr.sandbox.docker_api import RsrDockerSandbox
 from rsr.suites.inspect_tasks import core, harbor, lhtb, swr100, tb2, tb2_1, tb3, tb4, tbh
 from rsr.verify.scorer import verifier
 
 hf_exit.install()
+
+
+def _inspect_eval_command() -> bool:
+    """Whether this process is the `inspect eval` command line. Inspect prints a banner naming
+    every registered hook each time a model is made; rsr's only hook (a disk that filled ends
+    `inspect eval` with one line and exit 1) matters there alone, so it is registered there alone
+    and every other process (rsr's own commands, scripts calling get_model) stays quiet."""
+    import os
+    import sys
+
+    program = os.path.basename(sys.argv[0] if sys.argv else "")
+    command = sys.argv[1:2]
+    return (program == "inspect" or program == "__main__.py") and command in (["eval"], ["eval-set"])
+
+
+if _inspect_eval_command():
+    from rsr.report.disk_hook import DiskFullHook
 
 # What `rsr list` shows and what `rsr eval --agent` suggests from: the user-facing names.
 TASKS = {"rsr/core": core, "rsr/harbor": harbor, "rsr/tb2": tb2, "rsr/tb2_1": tb2_1, "rsr/tb3": tb3,
