@@ -856,6 +856,9 @@ class LeaderboardEntry(BaseModel):
     submitted: str
     versions: dict[str, str]
     suites: dict[str, SuiteResult]
+    run_report: list[tuple[str, str]] = Field(
+        default_factory=list, description="how the runs went as a system (rsr.report.runstats: rollouts per "
+        "hour, sandbox start and model latency percentiles, tokens per second, infra failures by kind)")
 
 
 def slug(text: str) -> str:
@@ -919,7 +922,15 @@ def build_entry(validated: list[ValidatedRun], *, model_name: str, harness: str,
         submitted=datetime.now(UTC).strftime("%Y-%m-%d"),
         versions={"rsr": rsr_version, "inspect_ai": inspect_ai.__version__},
         suites=suites,
+        run_report=_run_report(validated),
     )
+
+
+def _run_report(validated: list[ValidatedRun]) -> list[tuple[str, str]]:
+    """The entry's run report, from the very logs validated (read again: they are on disk)."""
+    from rsr.report.runstats import run_stats
+
+    return run_stats([Path(v.run.path) for v in validated]).rows()
 
 
 def store_artifacts(entry: LeaderboardEntry, runs: list[ValidatedRun], board: LoadedBoard) -> None:

@@ -202,6 +202,16 @@ def test_leaderboard_page_does_render_sorted_rows_in_headless_chromium(
     assert _entry_order(dom) == ["oracle-oracle", "scripted-terminus2", "null-null"]
     assert 'data-sorted="core-score:desc"' in dom
     assert "100.0% (95% CI 34.2–100.0)" in dom and "50.0% (95% CI 9.5–90.5)" in dom
+    # Each entry's run report, read from its own logs (the oracle's two core samples, no model calls).
+    report = dom[dom.index('<div class="run-report" data-entry="oracle-oracle">'):]
+    report = report[:report.index("</div>")]
+    assert "rollouts per hour" in report and "sandbox start p50 / p99" in report, report
+    from inspect_ai.log import read_eval_log
+
+    [log] = sorted(Path(core_runs["oracle"]).rglob("*.eval"))
+    n = read_eval_log(str(log), header_only=True).results.total_samples
+    assert f'samples (rollouts)</th><td class="text">{n} in 1 log(s)' in report, report
+    assert "infra failures by kind</th><td class=\"text\">none" in report, report
 
     dom = _dump_dom(chromium, page, "#sort=model&dir=asc", tmp_path / "profile2")
     assert _entry_order(dom) == ["null-null", "oracle-oracle", "scripted-terminus2"]
