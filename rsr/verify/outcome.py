@@ -68,26 +68,6 @@ def _model_failure() -> str | None:
     return None
 
 
-def harness_infra() -> InfraError | None:
-    """An infrastructure failure the harness met in a run it ended itself (a model call that
-    failed after the provider's retries: the engine timed out or went away, rsr.harness.terminus2),
-    from the harness's record in the sample store, which nothing in the sandbox can write. A
-    request refused for what the agent sent stays the agent's, as in `sample_ending`."""
-    from inspect_ai.util import store
-
-    try:
-        result = store().get("rsr_harness_result") or {}
-    except Exception:  # noqa: BLE001 - no sample store (a regrade outside a sample)
-        return None
-    infra = result.get("infra") if isinstance(result, dict) else None
-    if not isinstance(infra, dict):
-        return None
-    message = str(infra.get("message") or "")
-    if any(marker in message.lower() for marker in REQUEST_REJECTED):
-        return None
-    return InfraError(message, str(infra.get("kind") or "engine"))
-
-
 def _storage_exceeded() -> bool:
     from inspect_ai.util import sandbox
 

@@ -21,7 +21,7 @@ from rsr.verify.artifacts import Collected, collect, sample_artifacts_dir
 from rsr.verify.evidence import EVIDENCE_DIR, SCORE_KEY, BlobStore, SampleEvidence
 from rsr.verify.hack_review import SCORE_KEY as REVIEW_KEY
 from rsr.verify.hack_review import review_messages
-from rsr.verify.outcome import Ending, agent_wrote_much, disk_full, harness_infra, sample_ending
+from rsr.verify.outcome import Ending, agent_wrote_much, disk_full, sample_ending
 from rsr.verify.steps import STORE_ARTIFACTS_DIR, STORE_STEPS, StepsRecord, trial_result
 from rsr.verify.verifier import VERIFIER_BOOTSTRAP, Integrity, VerifierBootstrapError, VerifierResult, verify
 
@@ -302,9 +302,6 @@ async def _verify_live(state: TaskState, task: LoadedTask, integrity: Integrity,
             need = unmet[0]
             return _infra_score(task, InfraError(f"{need['message']}; the sample failed without it",
                                                  str(need["kind"])))
-        met = harness_infra()
-        if met is not None:  # the engine failed under the agent: its unfinished work is not its verdict
-            extra[INFRA_KEY] = met.as_metadata()
     if result.error == VERIFIER_BOOTSTRAP:
         extra[INFRA_KEY] = VerifierBootstrapError(result.explanation.strip().splitlines()[0]
                                                   if result.explanation.strip() else "").as_metadata()
