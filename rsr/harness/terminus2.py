@@ -192,15 +192,6 @@ class _EpisodesSpent(Exception):
         self.prompt = prompt
 
 
-class ModelCallError(Exception):
-    """A model call failed for a reason other than the context length (the server died or
-    refused, the call timed out, the reply was malformed), after the provider's retries. The
-    run ends there and the sample is scored as it stands; the harness result names it as an
-    infrastructure failure of kind `engine` (rsr.sandbox.infra's kinds)."""
-
-    kind = "engine"
-
-
 class _OutputTooLong(Exception):
     def __init__(self, output: ModelOutput) -> None:
         super().__init__("the reply was cut off at the output limit")
@@ -309,15 +300,13 @@ class TerminalHarness:
         # As in the reference, starting the terminal is setup: the agent timeout starts after it.
         await self._setup()
         self.started = time.monotonic()
-        infra: dict[str, str] | None = None
         with anyio.move_on_after(self.deadline_sec or math.inf) as scope:
+            # A model call that fails after the provider's retries ends the sample in an error:
+            # rsr.verify.outcome, the one place a sample's end is classified, scores it (infra
+            # `model`, or the agent's when the request itself was refused), and Inspect's
+            # retry_on_error may run it again.
             try:
                 await self._run()
-            except ModelCallError as e:
-                self.end_reason = "model_error"
-                infra = {"kind": e.kind, "message": str(e)[:500]}
-                transcript().info(f"model call failed, the run stops here and the sample is "
-                                  f"scored as it stands: {e}", source=f"rsr/{self.name}")
             finally:
                 if self._tmux is not None:
                     with anyio.CancelScope(shield=True):
@@ -333,8 +322,6 @@ class TerminalHarness:
                   "elapsed_sec": round(time.monotonic() - self.started, 3),
                   "tokens_used": self.tokens_used,
                   "compactions": self.compactions, **self.result_extra()}
-        if infra is not None:
-            result["infra"] = infra
         store().set(STORE_RESULT, result)
         transcript().info(result, source=f"rsr/{self.name} result")
         return state
@@ -626,7 +613,7 @@ class TerminalHarness:
         except Exception as e:
             if is_overflow_error(e):
                 raise ContextOverflowError(str(e)) from e
-            raise ModelCallError(f"{type(e).__name__}: {e}") from e
+            raise
         if output.usage is not None:
             self.tokens_used += output.usage.total_tokens
         if self.config.record_tokens:

@@ -19,8 +19,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from rsr.errors import RsrError
-
 
 class RunStats(BaseModel):
     logs: int
@@ -108,24 +106,12 @@ def infra_kind(sample: Any) -> str | None:
     return None
 
 
-def log_files(paths: Iterable[Path]) -> list[Path]:
-    found: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            found += sorted(p.rglob("*.eval"))
-        elif p.is_file() and p.suffix == ".eval":
-            found.append(p)
-        else:
-            raise RsrError(f"{p}: not a .eval log or a folder of them")
-    if not found:
-        raise RsrError(f"no .eval logs under {', '.join(str(p) for p in paths)}")
-    return found
-
-
 def run_stats(paths: Iterable[Path]) -> RunStats:
     from inspect_ai.log import read_eval_log
 
-    files = log_files(list(paths))
+    from rsr.report.logs import readable_logs
+
+    files = readable_logs(list(paths))
     samples = 0
     wall = 0.0
     starts: list[float] = []
