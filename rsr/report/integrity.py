@@ -61,11 +61,24 @@ def sample_verdict(score_metadata: dict[str, Any] | None) -> Verdict:
     return "warning" if record.get("paths") or record.get("survivors") else "clean"
 
 
+def verified(score_metadata: dict[str, Any] | None) -> bool:
+    """Whether the tests ran for this score. An infrastructure failure, or a sample that ended
+    before its tests could run (rsr.verify.outcome: its error names why), has no verdict to vouch
+    for: it is a failure in every number, and an audit has nothing to say about it."""
+    meta = score_metadata or {}
+    if isinstance(meta.get("integrity"), dict) or meta.get("error") == TAMPERED:
+        return True
+    return not (isinstance(meta.get("infra"), dict) or meta.get("error"))
+
+
 def summarize(score_metadata: Iterable[dict[str, Any] | None]) -> IntegritySummary:
+    """The verdicts of the verified samples (`verified`)."""
     verdicts: Counter[str] = Counter()
     modes: set[str] = set()
     isolation: Counter[str] = Counter()
     for meta in score_metadata:
+        if not verified(meta):
+            continue
         verdicts[sample_verdict(meta)] += 1
         record = (meta or {}).get("integrity")
         if isinstance(record, dict):

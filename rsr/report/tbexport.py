@@ -157,7 +157,10 @@ def export_terminal_bench(
                 "agent_info": {"name": agent_name, "version": agent_version,
                                "model_info": {"name": model_name, "provider": provider}},
                 "agent_result": _usage(sample),
-                "verifier_result": None if score is None else {"rewards": {"reward": reward}},
+                # As in Harbor, a trial that ended in an exception has no verifier result (an
+                # errored sample rsr scores is a failure by the one rule, not a verdict).
+                "verifier_result": None if score is None or sample.error is not None
+                else {"rewards": {"reward": reward}},
                 "exception_info": exception,
                 "started_at": sample.started_at,
                 "finished_at": sample.completed_at,

@@ -177,6 +177,8 @@ def test_table5_regrade_does_mark_each_cell_with_its_verification(runs: dict[str
     table = build_table5([honest.parent, edited.parent, bare], regrade=True)
     assert [r.verification["core"] for r in table.runs] == ["reproduced", "not-reproduced", "no-bundle"]
     row = next(line for line in render_markdown(table, tmp_path).splitlines() if line.startswith("| core mean"))
-    assert row.split(" | ")[2:5] == ["100.0% ± 0.0 ✓", "100.0% ± 0.0 ✗", "100.0% ± 0.0 ?"]
+    # Each cell: the number, its verification mark, and the label of a reference agent's run.
+    reference = " (rsr/oracle: reference solution, not a model)"
+    assert row.split(" | ")[2:5] == [f"100.0% ± 0.0 {mark}{reference}" for mark in "✓✗?"]
     notes = " ".join(table.runs[1].notes)
     assert "regrade reproduced 0/1 samples" in notes and "bundle-modified" in notes
