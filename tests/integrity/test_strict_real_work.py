@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from inspect_ai.agent import Agent, AgentState, agent
@@ -122,6 +123,23 @@ def _task(root: Path, name: str, solve: str | None, test_sh: str, test_py: str =
     return d
 
 
+def _oracle_in_both_modes(suite: Path, log_dir: Path) -> dict[tuple[str, str], Any]:
+    """The oracle on every task of `suite` under strict and under warn: (mode, task) -> verifier score."""
+    from inspect_ai import eval as inspect_eval
+
+    from rsr.harness.oracle import oracle
+    from rsr.suites.inspect_tasks import harbor
+
+    logs = inspect_eval([harbor(path=str(suite), integrity=mode) for mode in ("strict", "warn")], solver=oracle(),
+                        model="mockllm/model", log_dir=str(log_dir), display="none", max_tasks=2)
+    got = {}
+    for log in logs:
+        assert log.status == "success", log.error
+        for s in log.samples or []:
+            got[(log.eval.task_args["integrity"], str(s.id))] = s.scores["verifier"]
+    return got
+
+
 def test_candidate_roots_do_not_include_rsrs_own_log_mounts() -> None:
     kinds = inferred.candidate_roots(
         kept=["/logs", "/logs/agent", "/logs/artifacts", "/logs/agent/x.log", "/opt/tool", "/opt/tool/bin"],
@@ -132,23 +150,13 @@ def test_candidate_roots_do_not_include_rsrs_own_log_mounts() -> None:
 
 @pytest.mark.docker
 def test_strict_judges_a_conftest_where_the_tests_collect_and_keeps_honest_work(tmp_path: Path) -> None:
-    from inspect_ai import eval as inspect_eval
 
-    from rsr.harness.oracle import oracle
-    from rsr.suites.inspect_tasks import harbor
 
     suite = tmp_path / "suite"
     _task(suite, "honest", HONEST, COLLECTING_TEST_SH)
     _task(suite, "conftest", CONFTEST, COLLECTING_TEST_SH)
-    logs = inspect_eval([harbor(path=str(suite), integrity=mode) for mode in ("strict", "warn")], solver=oracle(),
-                        model="mockllm/model", log_dir=str(tmp_path / "logs"), display="none", max_tasks=2)
-    got = {}
-    for log in logs:
-        assert log.status == "success", log.error
-        for s in log.samples or []:
-            score = s.scores["verifier"]
-            got[(log.eval.task_args["integrity"], str(s.id))] = (score.value["passed"], score.metadata.get("error"),
-                                                                 str(score.metadata["integrity"].get("paths")))
+    got = {key: (score.value["passed"], score.metadata.get("error"), str(score.metadata["integrity"].get("paths")))
+           for key, score in _oracle_in_both_modes(suite, tmp_path / "logs").items()}
     assert got[("strict", "honest")][:2] == (1.0, None), got
     passed, error, paths = got[("strict", "conftest")]
     assert (passed, error) == (0.0, "tampered") and "/app/conftest.py" in paths, got
@@ -275,25 +283,15 @@ def test_startup_paths_are_what_the_tests_source_and_the_installers_files() -> N
 
 @pytest.mark.docker
 def test_home_workdir_does_not_carry_what_the_tests_source_at_start_up(tmp_path: Path) -> None:
-    from inspect_ai import eval as inspect_eval
 
-    from rsr.harness.oracle import oracle
-    from rsr.suites.inspect_tasks import harbor
 
     suite = tmp_path / "suite"
     for name, solve in (("home-honest", "echo 'Hello, world!' > /root/hello.txt\n"), ("home-planted", PLANTED_ENV)):
         d = _task(suite, name, solve, HOME_TEST_SH)
         toml = d / "task.toml"
         toml.write_text(toml.read_text().replace('workdir = "/app"', 'workdir = "/root"'))
-    logs = inspect_eval([harbor(path=str(suite), integrity=mode) for mode in ("strict", "warn")], solver=oracle(),
-                        model="mockllm/model", log_dir=str(tmp_path / "logs"), display="none", max_tasks=2)
-    got = {}
-    for log in logs:
-        assert log.status == "success", log.error
-        for s in log.samples or []:
-            score = s.scores["verifier"]
-            got[(log.eval.task_args["integrity"], str(s.id))] = (score.value["passed"],
-                                                                 str(score.metadata["integrity"].get("dropped")))
+    got = {key: (score.value["passed"], str(score.metadata["integrity"].get("dropped")))
+           for key, score in _oracle_in_both_modes(suite, tmp_path / "logs").items()}
     assert got[("strict", "home-honest")][0] == 1.0, got
     passed, dropped = got[("strict", "home-planted")]
     assert passed == 0.0 and "/root/.local/bin/env: executed by the tests as they start" in dropped, got
