@@ -79,7 +79,7 @@ IDENTICAL_REFUSALS = 5
 WaitMode = Literal["fixed", "adaptive"]
 EndReason = Literal["completed", "max_episodes", "agent_timeout", "context_overflow",
                     "verified", "reflection_limit", "budget", "shell_exited",
-                    "token_budget", "repeated_refusal", "model_error"]
+                    "token_budget", "repeated_refusal"]
 Fix = Literal["history-limit", "new-output", "cap-once", "keys", "parse-flag"]
 FIXES: dict[str, str] = {
     "history-limit": "the pane keeps the configured history (the reference sets history-limit "

@@ -413,8 +413,7 @@ class RsrDockerSandbox(SandboxEnvironment):
             outcome = await asyncio.to_thread(engine.run_exec, self.container, cmd, input=data,
                                               cwd=str(workdir), env=env, user=user, timeout=timeout)
         except Exception as e:
-            self._check_storage()
-            await self.raise_fate(e)
+            await self.raise_fate(e)  # checks the storage watchdog first
             text = str(e)
             if isinstance(e, APIError) and ("unable to find user" in text
                                             or "no such file or directory" in text.lower()):

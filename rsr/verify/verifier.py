@@ -587,11 +587,12 @@ def pristine_starts(image: str, cwd: str | None, user: str | None) -> str | None
     fallback): None when test.sh can start in a container of `image` (created, never started),
     else why not. Asked only after a run could not start; once per image per process."""
     from rsr.sandbox import engine
+    from rsr.verify.snapshot import KEEPALIVE
 
     key = (image, cwd, user)
     if key not in _PRISTINE_STARTS:
         api = engine.api()
-        created = api.create_container(image, command=snapshot_keepalive(), entrypoint=[], labels={
+        created = api.create_container(image, command=KEEPALIVE, entrypoint=[], labels={
             engine.LABEL_SANDBOX: "rsr-verify", engine.LABEL_OWNER: str(os.getpid()), engine.LABEL_ROLE: "probe"},
             host_config=api.create_host_config(network_mode="none"))
         try:
@@ -602,12 +603,6 @@ def pristine_starts(image: str, cwd: str | None, user: str | None) -> str | None
         finally:
             engine.remove_container(created["Id"])
     return _PRISTINE_STARTS[key]
-
-
-def snapshot_keepalive() -> list[str]:
-    from rsr.verify.snapshot import KEEPALIVE
-
-    return KEEPALIVE
 
 
 async def _blame_start(run: _TestRun, outcome: Any, container: str, task: LoadedTask) -> None:
