@@ -11,7 +11,6 @@ from the engine's own log when it exits early, and reported as one RsrError line
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -53,20 +52,6 @@ class ServeSpec(BaseModel):
     log: Path | None = Field(None, description="engine output (default: a file in the checkpoint's parent)")
     dev_mode: bool = Field(False, description="VLLM_SERVER_DEV_MODE: enables /collective_rpc "
                                               "(weight reloads for RL)")
-
-
-def weights_hash(checkpoint: Path) -> str:
-    """sha256 over the checkpoint's safetensors files (names and bytes), in name order."""
-    digest = hashlib.sha256()
-    files = sorted(Path(checkpoint).glob("*.safetensors"))
-    if not files:
-        raise RsrError(f"{checkpoint}: no *.safetensors weights (vLLM serves safetensors checkpoints)")
-    for f in files:
-        digest.update(f.name.encode())
-        with f.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
-    return digest.hexdigest()
 
 
 def check_checkpoint(checkpoint: Path, build: str) -> dict[str, Any]:
@@ -267,14 +252,6 @@ class VllmServer:
         return _get_json(f"{self.base_url}/completions", timeout=timeout, body={
             "model": self.spec.served_name, "prompt": prompt, "max_tokens": max_tokens,
             "temperature": 0.0})
-
-    def rpc(self, method: str, kwargs: dict[str, str] | None = None, timeout: float = 300.0) -> Any:
-        """A method on every engine worker (needs dev_mode): e.g. `reload_weights`. The
-        endpoint passes string arguments only."""
-        if not self.spec.dev_mode:
-            raise RsrError("/collective_rpc needs the server started with dev_mode")
-        return dev_post(self.root_url, "collective_rpc", {"method": method, "kwargs": kwargs or {}},
-                        timeout)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None

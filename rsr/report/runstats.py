@@ -56,11 +56,6 @@ class RunStats(BaseModel):
             ("models", ", ".join(self.models) or "-"),
         ]
 
-    def markdown(self) -> str:
-        lines = ["| measure | value |", "| --- | --- |"]
-        lines += [f"| {k} | {v} |" for k, v in self.rows()]
-        return "\n".join(lines) + "\n"
-
 
 def percentile(values: list[float], q: float) -> float | None:
     """Nearest-rank percentile (q in 0..100); None for no values."""
