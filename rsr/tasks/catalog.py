@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from rsr.tasks.host_fit import DIFFICULTIES
 from rsr.tasks.load import LoadedTask, load_dataset
 
 BEGIN = "<!-- BEGIN GENERATED TABLE (rsr tasks catalog) -->"
@@ -16,7 +17,7 @@ def _cell(text: str) -> str:
 
 
 def catalog_markdown(tasks: list[LoadedTask]) -> str:
-    order = {"easy": 0, "medium": 1, "hard": 2}
+    order = {d: i for i, d in enumerate(DIFFICULTIES)}
     rows = sorted(tasks, key=lambda t: (t.config.category or "", order.get(t.config.difficulty or "", 9), t.name))
     lines = [BEGIN, "", "| task | category | difficulty | milestones | description |", "|---|---|---|---|---|"]
     for t in rows:

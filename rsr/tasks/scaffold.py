@@ -7,6 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 from rsr.errors import RsrError
+from rsr.tasks.host_fit import DIFFICULTIES
 
 CATEGORIES = (
     "software-engineering", "debugging", "system-administration", "data-processing",
@@ -30,7 +31,7 @@ def scaffold_task(root: Path, name: str, category: str = "software-engineering",
         raise RsrError(f"task name {name!r} must be kebab-case (a-z, 0-9, -)")
     if category not in CATEGORIES:
         raise RsrError(f"unknown category {category!r}; choose one of: {', '.join(CATEGORIES)}")
-    if difficulty not in ("easy", "medium", "hard"):
+    if difficulty not in DIFFICULTIES:
         raise RsrError("difficulty must be easy, medium or hard")
     task_dir = root / name
     if task_dir.exists():
