@@ -28,7 +28,7 @@ def table5(
     """Table 5 from log folders: benchmarks x runs, the paper's numbers beside."""
     from rsr.errors import RsrError
     from rsr.report.metrics import headline
-    from rsr.report.table5 import build_table5, caveats, load_paper_table, write_table5
+    from rsr.report.table5 import build_table5, caveat_note, load_paper_table, write_table5
 
     table = build_table5(log_dirs, label or [], load_paper_table(paper) if paper else None,
                          regrade=regrade)
@@ -44,8 +44,7 @@ def table5(
                           for b in sorted(r.metrics)) or "nothing"
         console.print(f"[bold]{r.label}[/bold]: {found}")
         for bench, m in sorted(r.metrics.items()):
-            note = "; ".join(caveats(r.runs.get(bench)))
-            console.print(f"  {bench}: {headline(m)}" + (f" ({note})" if note else ""), highlight=False)
+            console.print(f"  {bench}: {headline(m)}" + caveat_note(r.runs.get(bench)), highlight=False)
         for note in r.notes:
             console.print(f"  [yellow]note:[/yellow] {note}")
     for kind, path in paths.items():

@@ -452,7 +452,7 @@ def summary_lines(paths: list[Path]) -> list[str]:
     summary shows what Inspect's own display leaves out (errored samples, infra errors)."""
     from rsr.report.logs import read_run
     from rsr.report.metrics import headline
-    from rsr.report.table5 import caveats
+    from rsr.report.table5 import caveat_note
 
     lines = []
     for path in paths:
@@ -461,8 +461,7 @@ def summary_lines(paths: list[Path]) -> list[str]:
             m = run.metrics()
             # Named apart: Inspect's results block shows both under the scorer's name.
             at_k = f"; pass@3 {100 * m.pass_at_k:.1f}%" if m.pass_at_k is not None else ""
-            note = "; ".join(caveats(run))
-            lines.append(f"{run.benchmark} ({path.name}): {headline(m)}{at_k}" + (f" ({note})" if note else ""))
+            lines.append(f"{run.benchmark} ({path.name}): {headline(m)}{at_k}" + caveat_note(run))
         except (RsrError, ValueError) as e:
             lines.append(f"{path.name}: no summary ({e})")
     return lines

@@ -66,7 +66,8 @@ def caveats(run: RunLog | None) -> list[str]:
     return out
 
 
-def _caveat_note(run: RunLog | None) -> str:
+def caveat_note(run: RunLog | None) -> str:
+    """The run's caveats as a parenthesised suffix (empty when it has none)."""
     found = caveats(run)
     return f" ({'; '.join(found)})" if found else ""
 
@@ -290,7 +291,7 @@ def render_markdown(table: Table5, out_dir: Path) -> str:
         cells = [_marked(_cell(r.metrics.get(row.benchmark), row.metric),
                          r.verification.get(row.benchmark, "not-regraded"))
                  + _not_run_note(r, row.benchmark)
-                 + (_caveat_note(r.runs.get(row.benchmark)) if row.benchmark in r.metrics else "")
+                 + (caveat_note(r.runs.get(row.benchmark)) if row.benchmark in r.metrics else "")
                  for r in table.runs]
         skipped = {len(r.runs[row.benchmark].not_run()) for r in table.runs if row.benchmark in r.runs}
         if tasks and skipped - {0}:
@@ -310,7 +311,7 @@ def render_markdown(table: Table5, out_dir: Path) -> str:
                            + ", ".join(str(i.get("task")) for i in run.not_run()) + ")")
             check = r.verification.get(bench)
             lines.append(f"  - {bench}: [{run.path.name}]({_rel(run.path, out_dir)}) "
-                         f"({run.model}, {run.status}; {detail})" + _caveat_note(run)
+                         f"({run.model}, {run.status}; {detail})" + caveat_note(run)
                          + (f"; regrade: {check}" if check else ""))
         lines.extend(f"  - note: {n}" for n in r.notes)
 
@@ -445,7 +446,7 @@ def render_chart(table: Table5, path: Path) -> None:
     from rsr.report.plotting import pyplot
 
     plt = pyplot()
-    series = [(r.label + "".join(sorted({_caveat_note(run) for run in r.runs.values()})),
+    series = [(r.label + "".join(sorted({caveat_note(run) for run in r.runs.values()})),
                [_value(r.metrics.get(row.benchmark), row.metric) for row in table.rows],
                False) for r in table.runs]
     series += [(f"paper: {c}",
