@@ -33,3 +33,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "docker" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def engine_env() -> object:
+    """The vLLM engine environment. Without it the test skips naming the setup command; CI sets
+    RSR_REQUIRE_ENGINE=1 (scripts/test.sh), where a missing environment fails instead."""
+    from rsr.engine.env import find_engine, missing_message
+
+    env = find_engine()
+    if env is None:
+        if os.environ.get("RSR_REQUIRE_ENGINE") == "1":
+            pytest.fail(f"RSR_REQUIRE_ENGINE=1 but {missing_message()}")
+        pytest.skip(missing_message())
+    return env

@@ -22,6 +22,10 @@ def serve(
                                         help="Enable the engine's dev endpoints (in-place weight "
                                              "reloads: `rsr rl` with engine.base_url and "
                                              "weight_sync: disk). Loopback use only."),
+    enforce_eager: bool = typer.Option(False, "--enforce-eager",
+                                       help="Skip the engine's graph compilation: faster start-up "
+                                            "(about half on the CPU build for tiny models), slower "
+                                            "decoding for large ones."),
     plan: bool = typer.Option(False, "--plan", help="Print the GPU serving plan (vllm command, "
                                                     "eval and factory settings) instead of serving."),
     gpus: int = typer.Option(8, "--gpus", min=1,
@@ -52,11 +56,12 @@ def serve(
         return
     _serve_until_interrupted(the_plan.checkpoint, the_plan.served_model_name, host, port,
                              max_model_len or the_plan.max_model_len, the_plan.chat_template,
-                             start_timeout, weight_updates)
+                             start_timeout, weight_updates, enforce_eager)
 
 
 def _serve_until_interrupted(checkpoint: Path, name: str, host: str, port: int, max_model_len: int,
-                             chat_template: Path, start_timeout: float, dev_mode: bool) -> None:
+                             chat_template: Path, start_timeout: float, dev_mode: bool,
+                             enforce_eager: bool) -> None:
     from rich.console import Console
 
     from rsr.engine.env import require_engine
@@ -65,7 +70,8 @@ def _serve_until_interrupted(checkpoint: Path, name: str, host: str, port: int, 
     console = Console(stderr=True)
     engine = require_engine()
     spec = ServeSpec(checkpoint=checkpoint, served_name=name, host=host, port=port,
-                     max_model_len=max_model_len, chat_template=chat_template, dev_mode=dev_mode)
+                     max_model_len=max_model_len, chat_template=chat_template, dev_mode=dev_mode,
+                     enforce_eager=enforce_eager)
     server = VllmServer(spec, engine, start_timeout_s=start_timeout)
     console.print(f"starting {engine.label} on {checkpoint} (engine log: {server.log})")
     try:

@@ -81,14 +81,18 @@ class EvalSettings(_Strict):
 
 class ServeSettings(_Strict):
     kind: Literal["cpu", "vllm"] = Field(
-        "cpu", description="vllm: rsr starts vLLM (the engine environment) on each round's "
-                           "checkpoint and stops it after, or uses a server you run at base_url; "
-                           "cpu: rsr's policy server in this process, only where vLLM cannot run")
+        "vllm", description="vllm: rsr starts vLLM (the engine environment) on each round's "
+                            "checkpoint and stops it after, or uses a server you run at "
+                            "base_url; cpu: rsr's policy server in this process, only where no "
+                            "vLLM build installs")
     base_url: str | None = Field(None, description="vllm: a server you run (its …/v1 URL); unset: "
                                                    "rsr starts and stops one per checkpoint")
     max_new_tokens: int = Field(96, ge=1, description="longest reply (cpu; vllm started by rsr: the "
                                                       "server's default max_tokens)")
     max_model_len: int = Field(4096, ge=256, description="vllm started by rsr: context window")
+    enforce_eager: bool = Field(False, description="vllm started by rsr: skip graph compilation "
+                                                   "(faster start-up, slower decoding of large "
+                                                   "models)")
     seed: int = 0
 
 

@@ -24,6 +24,10 @@ class EvalFigures(_Strict):
     logs: list[str]
     reused_from: int | None = Field(None, description="round whose evaluation of the same "
                                                       "(carried) model this is")
+    engine: str | None = Field(None, description="engine and version that served the evaluated "
+                                                 "model")
+    weights_sha256: str | None = Field(None, description="hash of the weights the engine served "
+                                                         "(None: a server rsr did not start)")
 
 
 class RoundRow(_Strict):
@@ -80,12 +84,23 @@ def _short(model: str) -> str:
     return model if len(model) <= 48 else "…" + model[-47:]
 
 
+def _served_by(r: RoundRow) -> str:
+    """The engines of the round's rollouts and evaluation, with their weights' short hashes."""
+    parts = []
+    for stage, engine, sha in (("in", r.model_in_engine, r.model_in_sha256),
+                               ("eval", r.eval.engine, r.eval.weights_sha256)):
+        if engine:
+            name = " ".join(engine.split()[:2])  # distribution and version
+            parts.append(f"{stage}: {name}" + (f" `{sha[:12]}`" if sha else ""))
+    return "; ".join(parts) or "–"
+
+
 def render(rows: list[RoundRow], md: Path, title: str) -> Path:
     lines = [f"# {title}: self-improvement rounds", "",
              "| round | rollouts by | rollouts (discover+execute) | kept | rows | trained on | "
              "guard refused (rows; tasks) | tokens | sandbox min | loss start→end | "
-             "eval pass | wall s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "eval pass | served by (weights) | wall s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         loss = (f"{r.train['train_loss_start']:.3f}→{r.train['train_loss_end']:.3f}"
                 if r.trained and r.train.get("train_loss_end") is not None else r.train_note)
@@ -95,7 +110,8 @@ def render(rows: list[RoundRow], md: Path, title: str) -> Path:
             f"| {r.round} | `{_short(r.model_in_served_as or r.model_in)}` | "
             f"{r.rollouts.get('discover', 0)}+{r.rollouts.get('execute', 0)} | {r.kept} | "
             f"{r.rows} | {r.training_rows} | {refused} | {r.tokens} | {r.sandbox_minutes:.1f} | "
-            f"{loss} | {r.eval.passed}/{r.eval.n} ({r.eval.pass_rate:.0%}) | {r.wall_s:.0f} |")
+            f"{loss} | {r.eval.passed}/{r.eval.n} ({r.eval.pass_rate:.0%}) | {_served_by(r)} | "
+            f"{r.wall_s:.0f} |")
     lines.append("")
     md.write_text("\n".join(lines))
     return md

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from rsr.rounds.config import RoundsConfig, eval_task_dirs, factory_template
 from rsr.rounds.evaluate import evaluate
 from rsr.rounds.factory_round import round_factory, write_round_factory
 from rsr.rounds.ledger import EvalFigures, RoundRow, RoundState, append, plot, read_ledger, render
-from rsr.rounds.serve import serve
+from rsr.rounds.serve import Servers
 from rsr.rounds.train import TrainResult, train_round
 
 
@@ -84,15 +84,8 @@ def _factory_summary(fc: FactoryConfig) -> dict[str, Any]:
     }
 
 
-def _serving(cfg: RoundsConfig, checkpoint: str | None, name: str | None) -> Any:
-    if checkpoint is None:
-        return nullcontext(None)
-    assert name is not None
-    return serve(checkpoint, name, cfg.serve)
-
-
 def run_round(cfg: RoundsConfig, n: int, model_in: str | None, name_in: str | None,
-              previous: RoundRow | None, console: Console) -> RoundRow:
+              previous: RoundRow | None, console: Console, servers: Servers) -> RoundRow:
     paths = Paths(cfg.output_dir)
     rdir = paths.round(n)
     state = RoundState(rdir / "state.json")
@@ -103,7 +96,11 @@ def run_round(cfg: RoundsConfig, n: int, model_in: str | None, name_in: str | No
 
     summary = state.get("factory")
     if summary is None:
-        with _line(console, n, "factory") as line, _serving(cfg, model_in, name_in) as served:
+        with _line(console, n, "factory") as line:
+            served = None
+            if model_in is not None:
+                assert name_in is not None
+                served = servers.get(model_in, name_in)
             fc = round_factory(cfg, template, fdir, evaluated, served)
             write_round_factory(fc, rdir / "factory.yaml")
             factory_pipeline.run(fc, console=console)
@@ -122,6 +119,7 @@ def run_round(cfg: RoundsConfig, n: int, model_in: str | None, name_in: str | No
     trained = state.get("train")
     if trained is None:
         exports = [paths.round(k) / "factory" / "dataset.jsonl" for k in range(1, n + 1)]
+        servers.close()  # training needs the machine's cores and memory
         with _line(console, n, f"train ({cfg.train.method})") as line:
             result = train_round(cfg, n, model_in, exports, evaluated,
                                  rdir / "train", console)
@@ -142,10 +140,13 @@ def run_round(cfg: RoundsConfig, n: int, model_in: str | None, name_in: str | No
                                                    ).model_dump()
                 line["summary"] = f"same model as round {previous.round}: its evaluation reused"
             else:
-                with serve(train.model_out, trained["served_as"], cfg.serve) as served:
-                    result = evaluate(cfg, served, rdir / "eval", label=f"{cfg.name}-round-{n}")
+                # Kept running: the next round's factory serves this checkpoint too.
+                served = servers.get(train.model_out, trained["served_as"])
+                result = evaluate(cfg, served, rdir / "eval", label=f"{cfg.name}-round-{n}")
                 figures = EvalFigures(passed=result.passed, n=result.n, errors=result.errors,
-                                      pass_rate=result.pass_rate, logs=result.logs).model_dump()
+                                      pass_rate=result.pass_rate, logs=result.logs,
+                                      engine=served.engine,
+                                      weights_sha256=served.weights_sha256).model_dump()
                 line["summary"] = (f"{served.model}: {result.passed}/{result.n} passed"
                                    f" ({result.errors} errored)")
             state.done("eval", figures)
@@ -187,16 +188,19 @@ def run(cfg: RoundsConfig, console: Console | None = None) -> list[RoundRow]:
     _note_config_change(cfg, paths, console)
     model: str | None = cfg.first_model
     name: str | None = _served_name(cfg, 0) if model else None
-    for n in range(1, cfg.rounds + 1):
-        done = next((r for r in rows if r.round == n), None)
-        if done is not None:
-            console.print(f"[bold]round {n}[/bold]: in the ledger, skipped "
-                          f"(pass {done.eval.passed}/{done.eval.n})")
-        else:
-            done = run_round(cfg, n, model, name, rows[-1] if rows else None, console)
-            append(paths.ledger, done)
-            rows.append(done)
-        model, name = done.model_out, done.model_out_served_as
+    with Servers(cfg.serve, paths.root / "engine",
+                 lambda text: console.print(f"[dim]engine:[/dim] {text}")) as servers:
+        for n in range(1, cfg.rounds + 1):
+            done = next((r for r in rows if r.round == n), None)
+            if done is not None:
+                console.print(f"[bold]round {n}[/bold]: in the ledger, skipped "
+                              f"(pass {done.eval.passed}/{done.eval.n})")
+            else:
+                done = run_round(cfg, n, model, name, rows[-1] if rows else None, console,
+                                 servers)
+                append(paths.ledger, done)
+                rows.append(done)
+            model, name = done.model_out, done.model_out_served_as
     md = render(rows, paths.root / "ledger.md", cfg.name)
     plot(rows, paths.root / "pass_rate.png", cfg.name)
     console.print(f"ledger: {paths.ledger} ({md})")

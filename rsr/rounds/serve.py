@@ -1,22 +1,26 @@
 """Serving a round's checkpoint to the factory roles and the evaluation that use it.
 
-vllm: rsr starts vLLM from the engine environment on the checkpoint (a free 127.0.0.1 port),
-waits until it answers, and stops it when the stage ends; the ledger gets the engine, its
-version and the hash of the weights served. With `base_url` you serve it yourself (`rsr serve
+vllm (the default): rsr starts vLLM from the engine environment on the checkpoint (a free
+127.0.0.1 port), waits until it answers, and stops it before anything else needs the machine
+(`Servers`: round N's evaluation and round N+1's factory serve the same checkpoint, so one
+server covers both); the ledger gets the engine, its version and the hash of the weights
+served. With `base_url` you serve it yourself (`rsr serve
 CKPT --name NAME`); the round checks that the server lists the model under its served name
 before anything is rolled out, and otherwise stops with the command to run.
 cpu: rsr's policy server (rsr.rl.policy_server) in this process, reached through the same
-`rsr-vllm/<name>` provider; kept for machines without the engine environment.
+`rsr-vllm/<name>` provider; kept only for machines where no vLLM build installs (no wheel for
+the platform or Python): it serves any transformers checkpoint, slowly.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,15 +87,18 @@ def _load(checkpoint: str) -> tuple[object, object]:
 
 
 @contextmanager
-def serve(checkpoint: str, served_name: str, settings: ServeSettings) -> Iterator[Served]:
-    """The checkpoint, answering at an OpenAI-compatible URL for as long as the block runs."""
+def serve(checkpoint: str, served_name: str, settings: ServeSettings,
+          log_dir: Path | None = None) -> Iterator[Served]:
+    """The checkpoint, answering at an OpenAI-compatible URL for as long as the block runs
+    (vLLM's output goes to `log_dir/vllm-<served_name>.log`, default the checkpoint's folder)."""
     if settings.kind == "vllm" and settings.base_url is None:
         from rsr.engine.server import ServeSpec, VllmServer, free_port
 
         path = Path(checkpoint)
         spec = ServeSpec(checkpoint=path, served_name=served_name, port=free_port(),
                          max_model_len=settings.max_model_len,
-                         log=path.parent / f"vllm-{served_name}.log",
+                         enforce_eager=settings.enforce_eager,
+                         log=(log_dir or path.parent) / f"vllm-{served_name}.log",
                          # The server's default reply limit: the roles set none themselves.
                          extra_args=["--seed", str(settings.seed), "--override-generation-config",
                                      json.dumps({"max_new_tokens": settings.max_new_tokens})])
@@ -115,3 +122,46 @@ def serve(checkpoint: str, served_name: str, settings: ServeSettings) -> Iterato
                       max_new_tokens=settings.max_new_tokens, seed=settings.seed) as server:
         yield Served(checkpoint, served_name, server.base_url, weights_digest(checkpoint),
                      engine="rsr policy server (cpu)")
+
+
+class Servers:
+    """At most one served checkpoint at a time, kept from one stage to the next while the next
+    serves the same checkpoint under the same name; `close()` stops it (before training, and
+    when the rounds end or fail). Each start and stop is one console line."""
+
+    def __init__(self, settings: ServeSettings, log_dir: Path, say: Callable[[str], None]) -> None:
+        self.settings = settings
+        self.log_dir = log_dir
+        self.say = say
+        self._stack: ExitStack | None = None
+        self._key: tuple[str, str] | None = None
+        self._served: Served | None = None
+
+    def get(self, checkpoint: str, served_name: str) -> Served:
+        key = (str(Path(checkpoint).resolve()), served_name)
+        if self._served is not None and self._key == key:
+            return self._served
+        self.close()
+        stack = ExitStack()
+        started = time.monotonic()
+        self._served = stack.enter_context(serve(checkpoint, served_name, self.settings,
+                                                 self.log_dir))
+        self._stack, self._key = stack, key
+        self.say(f"serving {checkpoint} as {self._served.model} at {self._served.base_url} "
+                 f"({self._served.engine}; ready after {time.monotonic() - started:.0f} s)")
+        return self._served
+
+    def close(self) -> None:
+        if self._stack is None:
+            return
+        stack, served = self._stack, self._served
+        self._stack = self._key = self._served = None
+        stack.close()
+        assert served is not None
+        self.say(f"stopped {served.model}")
+
+    def __enter__(self) -> Servers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,12 +1,14 @@
 """Two self-improvement rounds end to end (examples/rounds-smoke.yaml): real Docker sandboxes,
-the real factory stages, real tiny SFT on CPU, the checkpoint served by rsr's policy server and
-evaluated through Inspect. Round 1's rollouts come from the scripted models; round 2's from
-the round-1 checkpoint. One run, several promises."""
+the real factory stages, real tiny SFT on CPU, each round's checkpoint served by vLLM (the
+engine environment, started and stopped by rsr) and evaluated through Inspect. Round 1's
+rollouts come from the scripted models; round 2's from the round-1 checkpoint on the engine.
+One run, several promises."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -25,7 +27,7 @@ EVAL_TASKS = {"semver-sort", "markdown-toc"}
 
 
 @pytest.fixture(scope="module")
-def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def out(tmp_path_factory: pytest.TempPathFactory, engine_env: object) -> Path:
     pytest.importorskip("trl")
     out = tmp_path_factory.mktemp("rounds-smoke")
     assert main(["rounds", str(SMOKE), "--output-dir", str(out)]) == 0
@@ -162,3 +164,28 @@ def test_rounds_status_reports_the_finished_rounds(out: Path,
     assert status["done"] == [1, 2] and status["next"] is None
     assert status["rounds_detail"]["1"]["rows"] == 2
 
+
+
+def test_each_rounds_checkpoint_is_served_by_the_engine_rsr_started_and_stopped(
+        out: Path, ledger: list[RoundRow], engine_env) -> None:
+    one, two = ledger
+    version = f"{engine_env.record.distribution} {engine_env.record.engine_version}"
+    r1, r2 = (_weights_sha(out / f"round-{n}" / "train" / "final") for n in (1, 2))
+    # Round 2's rollouts and both evaluations came from vLLM, on the weights each round wrote.
+    assert two.model_in_engine.startswith(version) and two.model_in_sha256 == r1
+    assert one.eval.engine.startswith(version) and one.eval.weights_sha256 == r1
+    assert two.eval.engine.startswith(version) and two.eval.weights_sha256 == r2
+    assert one.model_in_engine is None  # round 1: the factory config's scripted models
+    assert f"in: {version} `{r1[:12]}`" in (out / "ledger.md").read_text()
+    # One server for round 1's evaluation and round 2's factory (same checkpoint): the same
+    # URL in both logs; a second one for round 2's checkpoint, each with its engine log.
+    (eval1,) = _logs(out / "round-1" / "eval")
+    (eval2,) = _logs(out / "round-2" / "eval")
+    discover2 = _logs(out / "round-2" / "factory" / "logs" / "discover")
+    assert {log.eval.model_base_url for log in discover2} == {eval1.eval.model_base_url}
+    assert eval2.eval.model_base_url != eval1.eval.model_base_url
+    assert sorted(p.name for p in (out / "engine").iterdir()) == [
+        "vllm-rounds-smoke-r1.log", "vllm-rounds-smoke-r2.log"]
+    # Stopped when the rounds ended: no engine process is left serving either checkpoint.
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    assert "rounds-smoke-r1" not in ps and "rounds-smoke-r2" not in ps
