@@ -17,8 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -47,14 +45,6 @@ class Served:
     @property
     def model_args(self) -> dict[str, str]:
         return {"base_url": self.base_url}
-
-
-def served_names(base_url: str) -> list[str]:
-    try:
-        with urllib.request.urlopen(base_url.rstrip("/") + "/models", timeout=10) as r:
-            return [m["id"] for m in json.loads(r.read()).get("data", [])]
-    except (urllib.error.URLError, OSError, ValueError):
-        return []
 
 
 def vllm_instructions(checkpoint: str, served_name: str, base_url: str) -> str:
@@ -108,7 +98,12 @@ def serve(checkpoint: str, served_name: str, settings: ServeSettings,
         return
     if settings.kind == "vllm":
         assert settings.base_url is not None
-        names = served_names(settings.base_url)
+        from rsr.engine.server import served_models
+
+        try:
+            names = served_models(settings.base_url)
+        except RsrError:
+            names = []
         if served_name not in names:
             seen = f"it serves {', '.join(names)}" if names else "nothing answers there"
             raise RsrError(f"serve.base_url {settings.base_url}: {seen}; "
