@@ -32,7 +32,7 @@ from rsr.rounds.config import RoundsConfig, eval_task_dirs, factory_template
 from rsr.rounds.evaluate import evaluate
 from rsr.rounds.factory_round import round_factory, write_round_factory
 from rsr.rounds.ledger import EvalFigures, RoundRow, RoundState, append, plot, read_ledger, render
-from rsr.rounds.serve import Servers
+from rsr.rounds.serve import Servers, preflight
 from rsr.rounds.train import TrainResult, train_round
 
 
@@ -185,6 +185,9 @@ def run(cfg: RoundsConfig, console: Console | None = None) -> list[RoundRow]:
     console = console or Console()
     paths = Paths(cfg.output_dir)
     rows = read_ledger(paths.ledger)
+    engine = preflight(cfg) if len(rows) < cfg.rounds else None
+    if engine is not None:
+        console.print(f"[dim]engine:[/dim] {engine} serves each round's checkpoint")
     _note_config_change(cfg, paths, console)
     model: str | None = cfg.first_model
     name: str | None = _served_name(cfg, 0) if model else None

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rsr.errors import RsrError
-from rsr.rounds.config import ServeSettings
+from rsr.rounds.config import RoundsConfig, ServeSettings
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,31 @@ def _load(checkpoint: str) -> tuple[object, object]:
                        "serves local checkpoints")
     return (AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32),
             AutoTokenizer.from_pretrained(path))
+
+
+def preflight(cfg: RoundsConfig) -> str | None:
+    """What would stop the engine only after a round's factory and training are done, said
+    before anything runs: a missing engine environment, a first model it cannot load, a tiny
+    recipe shape the CPU build refuses. Returns the engine's label (None: rsr starts none)."""
+    if cfg.serve.kind != "vllm" or cfg.serve.base_url is not None:
+        return None
+    from rsr.engine.env import require_engine
+    from rsr.engine.server import CPU_HEAD_DIMS, check_checkpoint
+
+    engine = require_engine()
+    build = engine.record.build
+    if cfg.first_model and Path(cfg.first_model).is_dir():
+        check_checkpoint(Path(cfg.first_model), build)
+    if cfg.train.method == "sft" and build == "cpu":
+        from rsr.training.config import load_recipe
+
+        tiny = load_recipe(cfg.train.recipe).model.tiny
+        if tiny is not None and tiny.head_dim not in CPU_HEAD_DIMS:
+            raise RsrError(f"{cfg.train.recipe}: model.tiny.head_dim {tiny.head_dim}: vLLM's CPU "
+                           f"build cannot serve it (supported: "
+                           f"{', '.join(map(str, CPU_HEAD_DIMS))}); use e.g. head_dim: 64, or "
+                           "serve.kind: cpu in the rounds config")
+    return engine.label
 
 
 @contextmanager

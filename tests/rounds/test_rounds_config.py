@@ -176,3 +176,35 @@ def test_vllm_serving_checks_the_server_lists_the_round_model_and_says_how_to_se
     with pytest.raises(RsrError, match="nothing answers there"):
         with serve("/ckpt/r2", "rounds-r2", ServeSettings(kind="vllm", base_url=url)):
             pass
+
+
+def _recipe_with(tmp_path: Path, **tiny: int) -> Path:
+    recipe = yaml.safe_load((ROOT / "training" / "recipes" / "tiny-rounds-smoke.yaml").read_text())
+    recipe["model"]["tiny"].update(tiny)
+    recipe["data"]["datasets"] = [{"path": str(tmp_path / "rows.jsonl")}]
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return path
+
+
+def test_rounds_on_the_engine_refuse_what_it_could_not_serve_before_any_work(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        engine_env: object) -> None:
+    """A shape the CPU build refuses, or no engine environment, would only surface after the
+    first round's factory and training: `rsr rounds` says it in one line first."""
+    from rsr.cli.main import main
+
+    out = tmp_path / "out"
+    cfg = yaml.safe_load(_variant(tmp_path).read_text())
+    cfg["train"]["recipe"] = str(_recipe_with(tmp_path, head_dim=16))
+    (tmp_path / "narrow.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["rounds", str(tmp_path / "narrow.yaml"), "--output-dir", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "model.tiny.head_dim 16" in err and "head_dim: 64" in err
+    assert not out.exists()
+
+    monkeypatch.setenv("RSR_ENGINE_VENV", str(tmp_path / "no-engine"))
+    assert main(["rounds", str(_variant(tmp_path)), "--output-dir", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "setup.sh --engine" in err, err
+    assert not out.exists()
