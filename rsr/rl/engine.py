@@ -3,19 +3,27 @@
 Every engine takes the trainer's weights as one state dict named as in the base model
 (`policy_state_dict`: a LoRA merged in) before every generation:
 
-`DiskSyncEngine` (engine.kind vllm, weight_sync disk): rsr starts vLLM from the engine
-environment on the cold-start checkpoint in vLLM's dev mode (or uses one at base_url that runs
-in dev mode on this machine). Before each step the weights are written as safetensors to
-OUTPUT_DIR/engine-weights/ and the engine reloads them in place (`/collective_rpc
-reload_weights` with that weights_path; every worker reads the file), then its prefix cache is
-reset so no KV computed with old weights is reused. This runs on CPU here, and unchanged on a
-single GPU machine.
+`DiskSyncEngine` (engine.kind vllm, weight_sync disk; the default): rsr starts vLLM from the
+engine environment on the cold-start checkpoint in vLLM's dev mode (`enforce_eager` skips graph
+compilation: ~35 s instead of ~60 s of start-up for the tiny model here, reloads identical), or
+uses one at base_url that runs in dev mode on this machine. Before each step the weights are
+written as safetensors to OUTPUT_DIR/engine-weights/ and the engine reloads them in place
+(`/collective_rpc reload_weights` with that weights_path; every worker reads the file), then
+its prefix cache is reset so no KV computed with old weights is reused. This runs on CPU here
+(tests/rl/test_rl_grpo.py runs `rsr rl` end to end on it), and unchanged on one GPU machine.
 `VllmEngine` (base_url set; weight_sync nccl): a `vllm serve` on other GPUs; weights are
 streamed over NCCL with TRL's weight transfer client (trl.experimental.async_grpo). Needs
 GPUs: the documented production path (docs/rl.md), not run on this machine.
-`CpuEngine` (engine.kind cpu): rsr's in-process policy server, kept only for machines where
-vLLM cannot run (no engine environment, e.g. a laptop without Python 3.11 or AVX2): the same
-request and response shapes, so the same rollout code runs on it.
+`CpuEngine` (engine.kind cpu): rsr's in-process policy server, the same request and response
+shapes, so the same rollout code runs on it. It stays only where vLLM cannot run, and for
+tests that need an engine but not vLLM:
+  - no vLLM build for the machine: vLLM runs on Linux only; macOS has no prebuilt wheel
+    (build from source) and Windows none at all; x86 CPUs need AVX-512 (or AVX2, limited);
+    and the engine environment here needs Python 3.11 (the pinned CPU torch wheel);
+  - a model the CPU build refuses (attention head sizes outside `CPU_HEAD_DIMS`, e.g. 16);
+  - tests whose rollouts are scripted and that need an engine only because every step pushes
+    weights to one (tests/rl/test_rl_grpo.py's advantage tests: ~2 s each on it, where a vLLM
+    start alone costs ~35 s), and the policy server's own test (tests/rl/test_rl_units.py).
 """
 
 from __future__ import annotations
@@ -141,6 +149,7 @@ class DiskSyncEngine:
             spec = ServeSpec(checkpoint=Path(model_path), served_name=cfg.served_model_name,
                              port=free_port(), max_model_len=cfg.max_model_len,
                              kv_cache_gib=cfg.kv_cache_gib, dev_mode=True,
+                             enforce_eager=cfg.enforce_eager,
                              log=output_dir / "engine.log",
                              extra_args=RL_SERVER_ARGS + ["--seed", str(seed)])
             self.server = VllmServer(spec)

@@ -14,6 +14,20 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 @pytest.fixture(scope="session")
+def engine_env() -> object:
+    """The engine environment (vLLM), or a skip naming its setup command; CI sets
+    RSR_REQUIRE_ENGINE=1, where a missing environment fails instead."""
+    from rsr.engine.env import find_engine, missing_message
+
+    env = find_engine()
+    if env is None:
+        if os.environ.get("RSR_REQUIRE_ENGINE") == "1":
+            pytest.fail(f"RSR_REQUIRE_ENGINE=1 but {missing_message()}")
+        pytest.skip(missing_message())
+    return env
+
+
+@pytest.fixture(scope="session")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, Path]:
     """A tiny untrained policy and its tokenizer, saved."""
     pytest.importorskip("transformers")
@@ -24,7 +38,8 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, Path]:
     texts = ["ls -la /app\n", '{"analysis": "a", "plan": "p", "commands": []}',
              "Create the directory /app/out. root@abc:/app# mkdir"] * 30
     tok = train_tokenizer(texts, 400, load_chat_template())
-    model = build_model(TinyModelConfig(vocab_size=400), tok, 512, seed=0)
+    # The shape vLLM's CPU build serves (head_dim 64), and room for terminus2's prompt.
+    model = build_model(TinyModelConfig(vocab_size=400), tok, 4096, seed=0)
     path = tmp_path_factory.mktemp("tiny")
     model.save_pretrained(path)
     tok.save_pretrained(path)
