@@ -14,20 +14,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 @pytest.fixture(scope="session")
-def engine_env() -> object:
-    """The engine environment (vLLM), or a skip naming its setup command; CI sets
-    RSR_REQUIRE_ENGINE=1, where a missing environment fails instead."""
-    from rsr.engine.env import find_engine, missing_message
-
-    env = find_engine()
-    if env is None:
-        if os.environ.get("RSR_REQUIRE_ENGINE") == "1":
-            pytest.fail(f"RSR_REQUIRE_ENGINE=1 but {missing_message()}")
-        pytest.skip(missing_message())
-    return env
-
-
-@pytest.fixture(scope="session")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, Path]:
     """A tiny untrained policy and its tokenizer, saved."""
     pytest.importorskip("transformers")
