@@ -234,6 +234,10 @@ class TerminalHarness:
         self.tokens_used = 0
         self._refused_reply: str | None = None
         self._refused_streak = 0
+        # Replies refused as unparsable (nothing of them ran), and of those the empty ones: the
+        # reference answers both with its parse-error prompt, so only these counts tell them apart.
+        self.parse_errors = 0
+        self.empty_replies = 0
 
     # ------------------------------------------------------------------ hooks
 
@@ -320,7 +324,8 @@ class TerminalHarness:
                               "and the sample is scored as it stands", source=f"rsr/{self.name}")
         result = {"end_reason": self.end_reason, "turns": self.turn,
                   "elapsed_sec": round(time.monotonic() - self.started, 3),
-                  "tokens_used": self.tokens_used,
+                  "tokens_used": self.tokens_used, "parse_errors": self.parse_errors,
+                  "empty_replies": self.empty_replies,
                   "compactions": self.compactions, **self.result_extra()}
         store().set(STORE_RESULT, result)
         transcript().info(result, source=f"rsr/{self.name} result")
@@ -445,10 +450,14 @@ class TerminalHarness:
         if not error and "ERROR:" in feedback and "parse-flag" not in self.config.fixes:
             error = feedback
         if error:
+            self.parse_errors += 1
+            empty = not output.completion.strip()
+            self.empty_replies += empty
             self._append(_with_parse(assistant_message(
                 output, "invalid_reply", self.name, turn=self.turn, timing=timing,
                 started_at=started_at, warnings=warnings), error=error), context=False)
-            transcript().info(f"parse error: {error}", source=self.name)
+            transcript().info(f"parse error{' (an empty reply)' if empty else ''}: {error}",
+                              source=self.name)
             response_type = self.words.render("response_type_xml" if self._xml
                                               else "response_type_json")
             text = self.words.render("parse_error", feedback=feedback,
