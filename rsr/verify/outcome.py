@@ -18,6 +18,7 @@ because rsr's tasks set Inspect's `score_on_error`, also after an error on its l
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +29,17 @@ AGENT_WROTE_MB = 256
 Docker's data: a full disk is then not counted as infrastructure."""
 
 
-REQUEST_REJECTED = ("context length", "context window", "context_length", "maximum context", "too many tokens",
-                    "prompt is too long", "400", "bad request", "invalid_request")
+REQUEST_REJECTED = re.compile(
+    r"context length|context window|context_length|maximum context|too many tokens|"
+    r"prompt is too long|bad request|invalid_request|"
+    # An HTTP 400 as a status, never a bare number: a port (127.0.0.1:34001) or a token count
+    # in a connection or timeout message is no refusal.
+    r"(?:error code|status code|status_code|http)\W{0,3}400\b", re.IGNORECASE)
 """A model call that failed on what the agent sent, not on the provider: never infrastructure."""
+
+
+def request_rejected(model_error: str) -> bool:
+    return REQUEST_REJECTED.search(model_error) is not None
 
 
 @dataclass(frozen=True)
@@ -153,7 +162,7 @@ async def sample_ending() -> Ending | None:
         return Ending(infra=disk)
     model = _model_failure()
     if model is not None:
-        if any(marker in model.lower() for marker in REQUEST_REJECTED):
+        if request_rejected(model):
             # The conversation itself was refused (too long, malformed): the agent's doing.
             return Ending(failure="model_request_rejected", message=model.splitlines()[0][:300])
         return Ending(infra=ModelApiError(f"the model's API failed: {model.splitlines()[0][:300]}"))
