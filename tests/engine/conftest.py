@@ -3,7 +3,8 @@ user starts it (a subprocess, stopped with Ctrl-C at the end), serving a tiny Qw
 built here in the shape the CPU build supports. Start-up is about a minute on two cores.
 
 Without the engine environment these tests skip naming the setup command; CI sets
-RSR_REQUIRE_ENGINE=1 (scripts/test.sh), where a missing environment fails instead.
+RSR_REQUIRE_ENGINE=1 (scripts/test.sh), where a missing environment fails instead (the
+`engine_env` fixture of tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -26,22 +27,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 
-def require_engine() -> object:
-    from rsr.engine.env import find_engine, missing_message
-
-    env = find_engine()
-    if env is None:
-        if os.environ.get("RSR_REQUIRE_ENGINE") == "1":
-            pytest.fail(f"RSR_REQUIRE_ENGINE=1 but {missing_message()}")
-        pytest.skip(missing_message())
-    return env
-
-
-@pytest.fixture(scope="session")
-def engine_env() -> object:
-    return require_engine()
-
-
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("transformers")
@@ -54,7 +39,9 @@ def served(engine_env: object, tiny_checkpoint: Path) -> Iterator[Served]:
 
     port = free_port()
     cmd = [sys.executable, "-m", "rsr.cli.main", "serve", str(tiny_checkpoint), "--name", SERVED,
-           "--port", str(port), "--max-model-len", str(MAX_MODEL_LEN), "--weight-updates"]
+           "--port", str(port), "--max-model-len", str(MAX_MODEL_LEN), "--weight-updates",
+           # Half the start-up (benchmarks/engine_startup.py); the tests decode little.
+           "--enforce-eager"]
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.DEVNULL)
