@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import typer
@@ -98,11 +99,17 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI. Every way out is one of: the command's own exit code; 2 with one line for
     anything the user can fix (an RsrError, a usage error, a path the OS refuses); or, for a bug
     in rsr itself, the traceback followed by a line saying that it is one."""
+    from rsr.interrupts import interruptible
+
     _register()
+    stopped = None
     try:
-        # The words as typed, for commands that print how to run them again (`rsr eval`'s resume).
-        result = app(args=argv, standalone_mode=False, prog_name="rsr",
-                     obj={"argv": list(sys.argv[1:] if argv is None else argv)})
+        # SIGTERM (a service manager, `timeout`, `kill`) is handled as Ctrl-C is, so every
+        # engine, sandbox and log a command holds is stopped, cleaned up and marked.
+        with interruptible(swallow=False) as stopped:
+            # The words as typed, for commands that print how to run them again.
+            result = app(args=argv, standalone_mode=False, prog_name="rsr",
+                         obj={"argv": list(sys.argv[1:] if argv is None else argv)})
     except RsrError as e:
         _one_line(str(e))
         return 2
@@ -114,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:
         return int(e.code or 0) if not isinstance(e.code, str) else (_one_line(e.code) or 2)
     except KeyboardInterrupt:
+        if stopped is not None and stopped.signum == signal.SIGTERM:
+            _one_line("terminated (SIGTERM); rerun the same command to resume where it resumes")
+            return 143
         _one_line("interrupted (Ctrl-C); rerun the same command to resume where it resumes")
         return 130
     except OSError as e:

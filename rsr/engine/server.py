@@ -158,6 +158,25 @@ def check_served(base_url: str, name: str) -> None:
                        f"--name {name})")
 
 
+# The engine runs under this small supervisor (the process group's leader, in the engine
+# environment's Python): vLLM's front end does not exit on SIGTERM during its start-up, and its
+# engine-core processes outlive a front end that is killed, so neither can be trusted to go
+# away when rsr does. The supervisor asks the kernel for SIGTERM when the process that started
+# it dies (PR_SET_PDEATHSIG: a SIGKILLed `rsr serve` or `rsr rounds`) and then SIGKILLs the
+# whole group; a stop from rsr (SIGINT to the group) reaches vLLM, which the supervisor waits
+# for. Linux sends that signal when the starting *thread* exits: rsr starts engines from the
+# main thread, which lives as long as the process.
+SUPERVISOR = """
+import ctypes, os, signal, subprocess, sys
+signal.signal(signal.SIGINT, lambda *_: None)
+signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL))
+ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+if os.getppid() != int(sys.argv[1]):
+    os.killpg(0, signal.SIGKILL)
+sys.exit(subprocess.call(sys.argv[2:]))
+"""
+
+
 class VllmServer:
     """A running `vllm.entrypoints.openai.api_server` for one ServeSpec (a context manager)."""
 
@@ -216,7 +235,9 @@ class VllmServer:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         with self.log.open("wb") as log:
-            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+            supervised = [str(self.engine.python), "-c", SUPERVISOR, str(os.getpid()),
+                          *self.command()]
+            self.process = subprocess.Popen(supervised, stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, env=self.environment(),
                                             start_new_session=True)
         try:

@@ -4,7 +4,7 @@
 - `logs`: `.eval` files as typed per-sample records (`RunLog`, `SampleRecord`).
 - `table5`: the paper's Table 5 from labelled log folders (Markdown, CSV, PNG).
 - `evalset`: eval-set specs in `evals/*.yaml`, run and resumed through `eval_set`;
-  `runguard`: the run's log-directory lock and its SIGINT/SIGTERM handling.
+  `runguard`: the run's log-directory lock and its clean-up after a signal.
 - `verdict`: a suite's health from an oracle run and a null-agent run, in one line.
 - `leaderboard`: validated entries; `site`: the static page; `tbexport`: TB2 submissions.
 """

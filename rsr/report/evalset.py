@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rsr.bundled import bundled
 from rsr.config_paths import resolve
 from rsr.errors import OptionValueError, RsrError, TaskFormatError, UnknownOptionError, closest, plain_line
-from rsr.report.runguard import RunInterrupted, interruptible, log_dir_lock, remove_own_containers
+from rsr.interrupts import interruptible
+from rsr.report.runguard import RunInterrupted, log_dir_lock, remove_own_containers
 from rsr.yaml_model import load_yaml_model
 
 __all__ = ["EvalLimits", "EvalSetConfig", "SuiteRun", "find_spec", "load_eval_set", "run_eval_set"]

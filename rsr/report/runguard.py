@@ -5,9 +5,10 @@
   directory would re-run every unfinished sample beside the first and Inspect's retry clean-up
   would delete one of the two logs. The file records the owner's pid, host, command and start
   time so that the refusal can name them.
-- SIGTERM (a batch system's stop) is handled as Ctrl-C is: Inspect cancels the samples, their
-  sandboxes are cleaned up and the logs are written as `cancelled`; the run then reports that
-  it was interrupted (Inspect's own summary still says it completed) and exits 128 + signal.
+- SIGTERM (a batch system's stop) is handled as Ctrl-C is (`rsr.interrupts`): Inspect cancels
+  the samples, their sandboxes are cleaned up and the logs are written as `cancelled`; the run
+  then reports that it was interrupted (Inspect's own summary still says it completed) and
+  exits 128 + signal.
 """
 
 from __future__ import annotations
@@ -16,20 +17,16 @@ import errno
 import fcntl
 import json
 import os
-import signal
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
 from rsr.errors import RsrError
 
-__all__ = ["LOCK_FILE", "LogDirLocked", "RunInterrupted", "Interruption", "log_dir_lock",
-           "interruptible", "remove_own_containers"]
+__all__ = ["LOCK_FILE", "LogDirLocked", "RunInterrupted", "log_dir_lock",
+           "remove_own_containers"]
 
 LOCK_FILE = ".rsr-run.lock"
 
@@ -122,49 +119,6 @@ def _refuse_live_pid(path: Path, folder: Path) -> None:
     if isinstance(pid, int) and pid != os.getpid() and (host != socket.gethostname() or _pid_alive(pid)):
         raise LogDirLocked(f"{folder}: the log directory is in use by {_owner(path)}; wait for that "
                            "run to finish (or stop it), or pass another --log-dir")
-
-
-@dataclass
-class Interruption:
-    """Which signal stopped the run (None: none did)."""
-
-    signum: int | None = None
-
-
-@contextmanager
-def interruptible() -> Iterator[Interruption]:
-    """Run the body with SIGTERM handled as Ctrl-C, and record either signal.
-
-    SIGTERM is turned into a SIGINT to this process, so whichever handler Inspect's event loop
-    has installed for Ctrl-C (cancel the samples, clean up the sandboxes, write the logs as
-    cancelled) runs for both. A KeyboardInterrupt that escapes the body (a signal outside the
-    event loop, or a second Ctrl-C) is swallowed here and recorded."""
-    seen = Interruption()
-    if threading.current_thread() is not threading.main_thread():  # only it may set handlers
-        try:
-            yield seen
-        except KeyboardInterrupt:
-            seen.signum = seen.signum or signal.SIGINT
-        return
-
-    def on_term(signum: int, frame: FrameType | None) -> None:
-        seen.signum = seen.signum or signum
-        os.kill(os.getpid(), signal.SIGINT)
-
-    previous = signal.signal(signal.SIGTERM, on_term)
-    # A job a shell script started with `&` inherits SIGINT ignored, and then nothing would
-    # handle the SIGINT that SIGTERM becomes: give it Python's, which the event loop replaces.
-    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    if ignored:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield seen
-    except KeyboardInterrupt:
-        seen.signum = seen.signum or signal.SIGINT
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        if ignored:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def remove_own_containers() -> int:

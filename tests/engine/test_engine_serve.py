@@ -92,3 +92,66 @@ def test_a_served_model_name_that_does_not_match_is_one_line_naming_the_served_o
     check_served(served.base_url, "tiny")
     with pytest.raises(RsrError, match=r"serves \['tiny'\], not 'rsr-27b': use 'tiny'"):
         check_served(served.base_url, "rsr-27b")
+
+
+def _engine_group(port: int, within_s: float) -> int:
+    """The process group of the engine `rsr serve` started on `port`, once its engine core runs
+    (the process that outlived a killed front end)."""
+    import subprocess
+    import time
+
+    deadline = time.monotonic() + within_s
+    rows: list[list[str]] = []
+    while time.monotonic() < deadline:
+        ps = subprocess.run(["ps", "-ww", "-eo", "pid=,pgid=,args="], capture_output=True,
+                            text=True).stdout
+        rows = [line.split(None, 2) for line in ps.splitlines() if len(line.split(None, 2)) == 3]
+        groups = {int(pgid) for _, pgid, args in rows
+                  if "vllm.entrypoints" in args and f"--port {port} " in args}
+        cores = {int(pgid) for _, pgid, args in rows if args.startswith("VLLM::EngineCore")}
+        if groups & cores:
+            return (groups & cores).pop()
+        time.sleep(0.5)
+    raise AssertionError(f"no engine core on port {port} within {within_s} s: "
+                         f"{[r for r in rows if 'vllm' in r[-1].lower()]}")
+
+
+def _group_alive(pgid: int) -> bool:
+    import subprocess
+
+    ps = subprocess.run(["ps", "-eo", "pgid="], capture_output=True, text=True).stdout
+    return any(int(g) == pgid for g in ps.split())
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_a_stopped_or_killed_rsr_serve_leaves_no_engine_behind(
+        engine_env: object, tiny_checkpoint: Path, how: str) -> None:
+    """A service manager stops `rsr serve` with SIGTERM (a clean stop, as Ctrl-C), and a
+    SIGKILLed one must not leave vLLM holding its port, cores and memory."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from rsr.engine.server import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "rsr.cli.main", "serve", str(tiny_checkpoint),
+                             "--name", "stopped", "--port", str(port), "--enforce-eager"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    try:
+        group = _engine_group(port, within_s=120)
+        proc.send_signal(getattr(signal, how))
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    if how == "SIGTERM":
+        assert proc.returncode == 0 and "stopping the engine" in err, (proc.returncode, err)
+        assert f"stopped stopped on port {port}" in out
+    else:
+        assert proc.returncode == -signal.SIGKILL
+    deadline = time.monotonic() + 30
+    while _group_alive(group) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _group_alive(group), f"engine process group {group} outlived rsr serve ({how})"

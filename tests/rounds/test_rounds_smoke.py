@@ -187,5 +187,5 @@ def test_each_rounds_checkpoint_is_served_by_the_engine_rsr_started_and_stopped(
     assert sorted(p.name for p in (out / "engine").iterdir()) == [
         "vllm-rounds-smoke-r1.log", "vllm-rounds-smoke-r2.log"]
     # Stopped when the rounds ended: no engine process is left serving either checkpoint.
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True, check=True).stdout
     assert "rounds-smoke-r1" not in ps and "rounds-smoke-r2" not in ps
