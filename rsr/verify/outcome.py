@@ -11,7 +11,8 @@ because rsr's tasks set Inspect's `score_on_error`, also after an error on its l
   record of the call; not a request it refused for its content or length, which is the
   agent's), the host's disk filled (the host's free space, and only when the agent's
   own container did not write the space away);
-- the agent's (`failure`, a 0 in both numbers): its container was stopped for memory, or the
+- the agent's (`failure`, a 0 in both numbers): its container was stopped for memory or from
+  inside (its PID 1 made to exit, with no stop from the engine: rsr.sandbox.stops), or the
   sample ended in an error none of the above explains (a harness or solver crash).
 """
 
@@ -149,6 +150,8 @@ async def sample_ending() -> Ending | None:
         fate = await asyncio.to_thread(container_fate, container)
         if fate.oom:
             return Ending(failure="sandbox_oom", message=fate.oom)
+        if fate.exited:
+            return Ending(failure="sandbox_exited", message=fate.exited)
         if fate.infra is not None:
             noted = noted_infra()
             return Ending(infra=InfraError(noted["message"], noted["kind"]) if noted else fate.infra)

@@ -1,0 +1,107 @@
+"""An agent that ends its own container from inside. PID 1 ignores the signals sent to it from
+inside, but the agent runs as root beside it: it can ptrace PID 1 (same uid, Docker's default
+seccomp allows ptrace) and make it call exit_group. The container then stops, exit 137, with no
+memory kill, like a `docker kill`. Were that counted as infra `sandbox-lost`, the sample would
+be retried: an agent that fails could buy itself a second attempt. It must be the agent's own
+failure (`sandbox_exited`), scored 0 and not retried, while a `docker kill` of the same kind of
+container stays infra (test_container_killed.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+from typing import Any
+
+import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai.agent import as_solver
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.util import sandbox
+from taskfactory import harbor_task
+
+from rsr.harness.oracle import oracle
+from rsr.suites.inspect_tasks import tasks_task
+
+pytestmark = pytest.mark.docker
+
+# perl-base is in debian:bookworm-slim. Attach to PID 1, point it back at the syscall
+# instruction it sleeps in with exit_group(137) in its registers (orig_rax -1: no restart),
+# detach. x86-64 struct user_regs_struct: rax 10, rdi 14, orig_rax 15, rip 16.
+END_PID1 = r"""
+use strict;
+my $pid = 0 + (shift // 1);  # a number: syscall() passes a string as a pointer
+syscall(101, 16, $pid, 0, 0) == 0 or die "attach: $!";
+waitpid($pid, 0x40000000) == $pid or die "waitpid: $!";
+my $regs = "\0" x 216;
+syscall(101, 12, $pid, 0, $regs) == 0 or die "getregs: $!";
+my @r = unpack("Q27", $regs);
+@r[10, 14, 15] = (231, 137, 0xffffffffffffffff);
+$r[16] -= 2;
+$regs = pack("Q27", @r);
+syscall(101, 13, $pid, 0, $regs) == 0 or die "setregs: $!";
+syscall(101, 17, $pid, 0, 0) == 0 or die "detach: $!";
+"""
+
+SOLVE = f"""
+cat > /tmp/end.pl <<'PERL'
+{END_PID1}
+PERL
+perl /tmp/end.pl 1
+sleep 10
+echo done > /app/out.txt
+"""
+
+
+@solver
+def oracle_or_scripted() -> Solver:
+    """The oracle, except for sample `scripted`: an agent that ends PID 1 with one command and
+    then runs another, as a harness would (that call finds the container stopped)."""
+    run_oracle = as_solver(oracle())
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        if str(state.sample_id) != "scripted":
+            return await run_oracle(state, generate)
+        await sandbox().exec(["perl", "-e", END_PID1, "1"])
+        await asyncio.sleep(1)  # the engine has stopped the container by now
+        await sandbox().exec(["sh", "-c", "echo done > /app/out.txt"])
+        return state
+
+    return solve
+
+
+@pytest.fixture(scope="module")
+def escape_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    if platform.machine() != "x86_64":
+        pytest.skip("the attack's register layout is x86-64's")
+    root = tmp_path_factory.mktemp("pid1")
+    harbor_task(root, "escape", solve_sh=SOLVE)
+    harbor_task(root, "scripted")
+    harbor_task(root, "fast")
+    (log,) = inspect_eval(tasks_task("harbor", root, None, None), solver=oracle_or_scripted(),
+                          model="mockllm/model", display="none", log_dir=str(root / "logs"), retry_on_error=1)
+    return log
+
+
+def test_an_agent_that_ends_pid1_from_inside_does_fail_as_its_own_and_is_not_retried(escape_run: Any) -> None:
+    samples = {str(s.id): s for s in escape_run.samples}
+    escape = samples["escape"]
+    score = escape.scores["verifier"]
+    assert score.value["passed"] == 0
+    assert "infra" not in score.metadata, score.metadata
+    assert score.metadata.get("error") == "sandbox_exited", score.metadata
+    assert "from inside" in (score.explanation or ""), score.explanation
+    assert not escape.error_retries and score.metadata.get("attempts", 1) == 1
+    assert samples["fast"].scores["verifier"].value["passed"] == 1
+
+
+def test_a_harness_call_into_a_container_ended_from_inside_does_end_the_sample_as_the_agents(
+        escape_run: Any) -> None:
+    scripted = next(s for s in escape_run.samples if str(s.id) == "scripted")
+    score = scripted.scores["verifier"]
+    # The failed call ended the sample at once, as a limit (never an error, which is retried).
+    assert scripted.limit is not None and scripted.error is None and not scripted.error_retries
+    assert score.value["passed"] == 0 and "infra" not in score.metadata, score.metadata
+    assert score.metadata.get("error") == "sandbox_exited", score.metadata
+    metrics = {k.removeprefix("rsr/"): m.value for s in escape_run.results.scores if s.name == "passed"
+               for k, m in s.metrics.items()}
+    assert metrics["infra_errors"] == 0 and abs(metrics["mean"] - 1 / 3) < 1e-9
