@@ -265,6 +265,10 @@ class RsrDockerSandbox(SandboxEnvironment):
         self.working_dir = working_dir
         self.storage_exceeded: str | None = None
         """Set by the storage watchdog: why the sample was stopped."""
+        self.agent_began = False
+        """Set when the sample's setup is done and its agent begins (rsr.suites.sandbox_guard):
+        a container that stops from inside before then is the infrastructure's, after it the
+        agent's (rsr.sandbox.fate)."""
         self._watchdog: asyncio.Task[None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -360,6 +364,10 @@ class RsrDockerSandbox(SandboxEnvironment):
         print(f"removed {removed} rsr-docker container(s) and snapshot image(s) of runs that are gone"
               + (f", and {len(kept)} kept with --no-sandbox-cleanup" if kept else ""))
 
+    def begin_agent(self) -> None:
+        """The sample's setup is done: from now on the agent acts in the container."""
+        self.agent_began = True
+
     def pause_watchdog(self) -> None:
         """Stop watching storage (the verifier measures it once, host-side, when it starts)."""
         if self._watchdog is not None:
@@ -390,7 +398,7 @@ class RsrDockerSandbox(SandboxEnvironment):
         failure, a limit like the storage watchdog's (the scorer scores it 0, not as infra).
         Running: return."""
         self._check_storage()  # stopped by the storage watchdog: the agent's limit, not infra
-        fate = await asyncio.to_thread(container_fate, self.container)
+        fate = await asyncio.to_thread(container_fate, self.container, agent_began=self.agent_began)
         if fate.running:
             return
         if fate.oom:

@@ -29,8 +29,10 @@ class Fate:
     exited: str | None = None
 
 
-def container_fate(container: str) -> Fate:
-    """The engine's view of `container` (blocking: call it through asyncio.to_thread)."""
+def container_fate(container: str, *, agent_began: bool) -> Fate:
+    """The engine's view of `container` (blocking: call it through asyncio.to_thread).
+    `agent_began`: whether the sample's agent has started (a container that stops from inside
+    before then was stopped by its image or the task's setup, never by the agent)."""
     from docker.errors import APIError, NotFound
 
     from rsr.sandbox import engine, stops
@@ -60,10 +62,14 @@ def container_fate(container: str) -> Fate:
     labels = (info.get("Config") or {}).get("Labels") or {}
     if state.get("Status") in ("exited", "dead") and stops.watched(labels):
         who, why = stops.verdict(str(info.get("Id") or container))
-        if who == "inside":
+        if who == "inside" and agent_began:
             return Fate(False, exited=(
                 f"the sandbox container {short} stopped from inside ({how}): {why}, so a process in the "
                 "container made its PID 1 exit (the agent's doing: root in the container can ptrace PID 1)"))
+        if who == "inside":
+            return Fate(False, InfraError(
+                f"the sandbox container {short} stopped from inside before the agent ran ({how}): {why}; "
+                "its PID 1 (the image's entrypoint or command) exited", kind="sandbox"))
     return Fate(False, SandboxLostError(
         f"the sandbox container {short} stopped while the sample ran ({how}): stopped from outside the run "
         f"(`docker kill`, an engine restart): {why}"))

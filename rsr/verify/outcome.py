@@ -78,6 +78,17 @@ def _model_failure() -> str | None:
     return None
 
 
+def _agent_began() -> bool:
+    """Whether the sample's agent started (rsr.suites.sandbox_guard marks the sandbox)."""
+    from inspect_ai.util import sandbox
+
+    try:
+        env = sandbox()
+    except Exception:
+        return False
+    return bool(getattr(getattr(env, "_sandbox", env), "agent_began", False))
+
+
 def _storage_exceeded() -> bool:
     from inspect_ai.util import sandbox
 
@@ -147,7 +158,7 @@ async def sample_ending() -> Ending | None:
     if container is not None:
         from rsr.sandbox.fate import container_fate
 
-        fate = await asyncio.to_thread(container_fate, container)
+        fate = await asyncio.to_thread(container_fate, container, agent_began=_agent_began())
         if fate.oom:
             return Ending(failure="sandbox_oom", message=fate.oom)
         if fate.exited:

@@ -4,7 +4,8 @@ seccomp allows ptrace) and make it call exit_group. The container then stops, ex
 memory kill, like a `docker kill`. Were that counted as infra `sandbox-lost`, the sample would
 be retried: an agent that fails could buy itself a second attempt. It must be the agent's own
 failure (`sandbox_exited`), scored 0 and not retried, while a `docker kill` of the same kind of
-container stays infra (test_container_killed.py)."""
+container stays infra (test_container_killed.py), and so does one whose image's entrypoint exits
+before any agent ran."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.agent import as_solver
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
-from taskfactory import harbor_task
+from taskfactory import BASE_DOCKERFILE, harbor_task
 
 from rsr.harness.oracle import oracle
 from rsr.suites.inspect_tasks import tasks_task
@@ -77,6 +78,7 @@ def escape_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
     harbor_task(root, "escape", solve_sh=SOLVE)
     harbor_task(root, "scripted")
     harbor_task(root, "fast")
+    harbor_task(root, "entry-exits", dockerfile=BASE_DOCKERFILE + 'ENTRYPOINT ["sh", "-c", "exit 3", "--"]\n')
     (log,) = inspect_eval(tasks_task("harbor", root, None, None), solver=oracle_or_scripted(),
                           model="mockllm/model", display="none", log_dir=str(root / "logs"), retry_on_error=1)
     return log
@@ -104,4 +106,12 @@ def test_a_harness_call_into_a_container_ended_from_inside_does_end_the_sample_a
     assert score.metadata.get("error") == "sandbox_exited", score.metadata
     metrics = {k.removeprefix("rsr/"): m.value for s in escape_run.results.scores if s.name == "passed"
                for k, m in s.metrics.items()}
-    assert metrics["infra_errors"] == 0 and abs(metrics["mean"] - 1 / 3) < 1e-9
+    assert metrics["infra_errors"] == 1 and metrics["infra_sandbox"] == 1 and metrics["mean"] == 0.25
+
+
+def test_a_container_that_exits_on_its_own_before_the_agent_does_stay_infra(escape_run: Any) -> None:
+    sample = next(s for s in escape_run.samples if str(s.id) == "entry-exits")
+    score = sample.scores["verifier"]
+    assert score.metadata["infra"]["kind"] == "sandbox", score.metadata
+    assert "before the agent ran" in score.metadata["infra"]["message"]
+    assert len(sample.error_retries or []) == 1  # retried, as infra is
