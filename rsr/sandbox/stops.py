@@ -78,6 +78,8 @@ class StopWatch:
         self._connected = False
         self._records: OrderedDict[str, _Record] = OrderedDict()
         self._thread: threading.Thread | None = None
+        self._stream: Any = None
+        self._closed = False
 
     def start(self, wait: float) -> bool:
         """Start streaming (once); wait up to `wait` seconds for the stream. True when it streams."""
@@ -115,8 +117,19 @@ class StopWatch:
             return "inside", "the engine logged its start and its exit with no kill or stop between them"
         return "unknown", "the engine's event stream broke (an engine restart) while it ran"
 
+    def close(self) -> None:
+        """Stop streaming (a process's own watch lives as long as the process)."""
+        with self._cond:
+            self._closed = True
+            stream = self._stream
+        if stream is not None:
+            try:
+                stream.close()
+            except Exception:  # noqa: BLE001 - already broken
+                pass
+
     def _run(self) -> None:
-        while True:
+        while not self._closed:
             stream = None
             try:
                 api = self._connect()
@@ -124,6 +137,9 @@ class StopWatch:
                 stream = api.events(since=1, decode=True, filters={"type": "container", "event": EVENTS,
                                                                    "label": f"{LABEL_SANDBOX}={WATCHED}"})
                 with self._cond:
+                    if self._closed:
+                        break
+                    self._stream = stream
                     self._epoch += 1
                     self._connected = True
                     self._cond.notify_all()

@@ -115,3 +115,53 @@ def test_a_container_that_exits_on_its_own_before_the_agent_does_stay_infra(esca
     assert score.metadata["infra"]["kind"] == "sandbox", score.metadata
     assert "before the agent ran" in score.metadata["infra"]["message"]
     assert len(sample.error_retries or []) == 1  # retried, as infra is
+
+
+def test_the_stop_verdict_is_the_agents_only_when_the_stream_saw_the_containers_whole_life() -> None:
+    """The rule in rsr.sandbox.stops on real containers: a stream begun after a container started
+    (its start no longer in the daemon's history) cannot clear a later exit; one that saw the
+    start clears an exit from inside; a `docker kill` is always from outside."""
+    import os
+    import time
+
+    from rsr.sandbox import engine, stops
+
+    if platform.machine() != "x86_64":
+        pytest.skip("the attack's register layout is x86-64's")
+    api = engine.api()
+    labels = {engine.LABEL_SANDBOX: stops.WATCHED, engine.LABEL_OWNER: str(os.getpid())}
+
+    def started() -> str:
+        made = api.create_container("debian:bookworm-slim", ["sleep", "infinity"], labels=labels,
+                                    host_config=api.create_host_config(network_mode="none"))
+        api.start(made["Id"])
+        return str(made["Id"])
+
+    def end_from_inside(container: str) -> None:
+        api.exec_start(api.exec_create(container, ["perl", "-e", END_PID1, "1"])["Id"])
+        deadline = time.monotonic() + 10
+        while api.inspect_container(container)["State"]["Running"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
+    ids: list[str] = []
+    try:
+        early = started()
+        ids.append(early)
+        for _ in range(100):  # 300 exec events: the daemon's history (256 events) forgets the start
+            api.exec_start(api.exec_create(early, ["true"])["Id"])
+        watch = stops.StopWatch(stops._connect)
+        assert watch.start(10)
+        late, killed = started(), started()
+        ids += [late, killed]
+        end_from_inside(early)
+        end_from_inside(late)
+        api.kill(killed)
+        assert watch.verdict(early)[0] == "unknown"
+        assert watch.verdict(late)[0] == "inside"
+        who, why = watch.verdict(killed)
+        assert who == "outside" and "kill" in why
+        watch.close()
+    finally:
+        for container in ids:
+            api.remove_container(container, force=True)
