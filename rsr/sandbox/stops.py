@@ -192,10 +192,14 @@ def _key() -> tuple[int, str]:
     return os.getpid(), str(engine.api().base_url)
 
 
-def _connect() -> Any:
-    import docker
+def _connector(environment: dict[str, str]) -> Any:
+    """Connects to the engine `environment` names (DOCKER_HOST ...), as it was when the watch began."""
+    def connect() -> Any:
+        import docker
 
-    return docker.DockerClient.from_env(timeout=60, max_pool_size=1).api
+        return docker.DockerClient.from_env(environment=environment, timeout=60, max_pool_size=1).api
+
+    return connect
 
 
 def watch(wait: float = 10.0) -> bool:
@@ -205,7 +209,7 @@ def watch(wait: float = 10.0) -> bool:
     with _watches_lock:
         found = _watches.get(key)
         if found is None:
-            found = _watches[key] = StopWatch(_connect)
+            found = _watches[key] = StopWatch(_connector(dict(os.environ)))
     return found.start(wait)
 
 

@@ -150,7 +150,7 @@ def test_the_stop_verdict_is_the_agents_only_when_the_stream_saw_the_containers_
         ids.append(early)
         for _ in range(100):  # 300 exec events: the daemon's history (256 events) forgets the start
             api.exec_start(api.exec_create(early, ["true"])["Id"])
-        watch = stops.StopWatch(stops._connect)
+        watch = stops.StopWatch(stops._connector(dict(os.environ)))
         assert watch.start(10)
         late, killed = started(), started()
         ids += [late, killed]
