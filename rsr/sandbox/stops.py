@@ -18,7 +18,8 @@ epoch. The verdict on a container that stopped (`verdict`):
 
 - `outside`: a `kill` or `stop` was seen for it: infrastructure;
 - `inside`: its `start` and its `die` arrived in one epoch (one unbroken stream, in which every
-  event logged between the two passed), with no `kill` or `stop`: the agent's own doing;
+  event logged between the two passed), with no `kill` or `stop`: the agent's own doing once
+  the agent began (rsr.sandbox.fate; before then the image's entrypoint exited: infra `sandbox`);
 - `unknown`: anything else (the stream broke, as it does when the engine restarts, or began after
   the container started, or the `die` did not arrive in time): counted as infrastructure, since
   only an engine, never an agent, breaks the stream.
