@@ -37,7 +37,7 @@ from inspect_ai.util import (
 from inspect_ai.util._sandbox.environment import SandboxUnavailableError, sandbox_prebuilt
 from pydantic import BaseModel, ConfigDict
 
-from rsr.sandbox import engine
+from rsr.sandbox import engine, stops
 from rsr.sandbox.fate import container_fate
 from rsr.sandbox.infra import (
     ImageBuildError,
@@ -51,11 +51,12 @@ from rsr.sandbox.pull import ImagePolicy, ResolvedImage, image_present, local_im
 
 logger = logging.getLogger(__name__)
 
-SANDBOX_NAME = "rsr-docker"
+SANDBOX_NAME = stops.WATCHED
 KEEPALIVE = ["sleep", "infinity"]
 DEFAULT_PIDS_LIMIT = 4096
 STORAGE_POLL_SECONDS = 1.0
 START_ATTEMPTS = 2
+STOP_WATCH_WAIT_SECONDS = 10.0
 ENGINE_WAIT_SECONDS = float(os.environ.get("RSR_ENGINE_WAIT_S", "60"))
 """How long a sample's start waits for an engine that does not answer (a daemon restarting)."""
 """Container starts tried per sample before it ends as an infrastructure error."""
@@ -264,6 +265,10 @@ class RsrDockerSandbox(SandboxEnvironment):
         self.working_dir = working_dir
         self.storage_exceeded: str | None = None
         """Set by the storage watchdog: why the sample was stopped."""
+        self.agent_began = False
+        """Set when the sample's setup is done and its agent begins (rsr.suites.sandbox_guard):
+        a container that stops from inside before then is the infrastructure's, after it the
+        agent's (rsr.sandbox.fate)."""
         self._watchdog: asyncio.Task[None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -293,6 +298,9 @@ class RsrDockerSandbox(SandboxEnvironment):
         # An engine that is restarting (a retried sample after the daemon went away) gets a
         # moment to come back before this sample's start counts as failed.
         await asyncio.to_thread(engine.wait_for_engine, ENGINE_WAIT_SECONDS)
+        # Who stops the container is read from the engine's events, streamed from before it
+        # starts (rsr.sandbox.stops); a stream that is not up reads as infra, never as the agent's.
+        await asyncio.to_thread(stops.watch, STOP_WATCH_WAIT_SECONDS)
         # A sandbox that cannot start is the infrastructure's failure, not the agent's: the sample
         # goes on with a stand-in that carries why (rsr.sandbox.infra), so it ends scored as a
         # failure and counted as an infra error instead of dropping out of the headline.
@@ -356,6 +364,10 @@ class RsrDockerSandbox(SandboxEnvironment):
         print(f"removed {removed} rsr-docker container(s) and snapshot image(s) of runs that are gone"
               + (f", and {len(kept)} kept with --no-sandbox-cleanup" if kept else ""))
 
+    def begin_agent(self) -> None:
+        """The sample's setup is done: from now on the agent acts in the container."""
+        self.agent_began = True
+
     def pause_watchdog(self) -> None:
         """Stop watching storage (the verifier measures it once, host-side, when it starts)."""
         if self._watchdog is not None:
@@ -382,15 +394,20 @@ class RsrDockerSandbox(SandboxEnvironment):
         """After a failed call (or before verifying): if the container is no longer running,
         raise what the engine says ended it. Stopped from outside or the engine gone: an
         InfraError (noted in the sample's store; Inspect may retry the sample, the scorer
-        counts it apart). Stopped for memory: the agent's failure, a limit like the storage
-        watchdog's (the scorer scores it 0, not as infra). Running: return."""
+        counts it apart). Stopped for memory or from inside (PID 1 made to exit): the agent's
+        failure, a limit like the storage watchdog's (the scorer scores it 0, not as infra).
+        Running: return."""
         self._check_storage()  # stopped by the storage watchdog: the agent's limit, not infra
-        fate = await asyncio.to_thread(container_fate, self.container)
+        fate = await asyncio.to_thread(container_fate, self.container, agent_began=self.agent_began)
         if fate.running:
             return
         if fate.oom:
             limit = float(self.config.memory_mb)
             raise LimitExceededError("custom", value=limit + 1, limit=limit, message=fate.oom) from error
+        if fate.exited:
+            # The agent ended its own container: a verdict like a limit, never an error (an
+            # error would be retried, a second attempt the agent bought itself).
+            raise LimitExceededError("custom", value=1, limit=0, message=fate.exited) from error
         assert fate.infra is not None
         note_infra(fate.infra)
         raise fate.infra from error

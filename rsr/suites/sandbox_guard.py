@@ -138,6 +138,8 @@ def sandbox_guard() -> Solver:
         script = (state.metadata or {}).get(SETUP_KEY)
         if script:
             await run_setup(str(script))
+        if hasattr(live, "begin_agent"):
+            live.begin_agent()  # from here a container stopped from inside is the agent's doing
         return state
 
     return solve

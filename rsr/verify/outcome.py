@@ -11,7 +11,8 @@ because rsr's tasks set Inspect's `score_on_error`, also after an error on its l
   record of the call; not a request it refused for its content or length, which is the
   agent's), the host's disk filled (the host's free space, and only when the agent's
   own container did not write the space away);
-- the agent's (`failure`, a 0 in both numbers): its container was stopped for memory, or the
+- the agent's (`failure`, a 0 in both numbers): its container was stopped for memory or from
+  inside (its PID 1 made to exit, with no stop from the engine: rsr.sandbox.stops), or the
   sample ended in an error none of the above explains (a harness or solver crash).
 """
 
@@ -75,6 +76,17 @@ def _model_failure() -> str | None:
             error = getattr(event, "error", None)
             return str(error) if error and error not in CANCEL_ERRORS else None
     return None
+
+
+def _agent_began() -> bool:
+    """Whether the sample's agent started (rsr.suites.sandbox_guard marks the sandbox)."""
+    from inspect_ai.util import sandbox
+
+    try:
+        env = sandbox()
+    except Exception:
+        return False
+    return bool(getattr(getattr(env, "_sandbox", env), "agent_began", False))
 
 
 def _storage_exceeded() -> bool:
@@ -146,9 +158,11 @@ async def sample_ending() -> Ending | None:
     if container is not None:
         from rsr.sandbox.fate import container_fate
 
-        fate = await asyncio.to_thread(container_fate, container)
+        fate = await asyncio.to_thread(container_fate, container, agent_began=_agent_began())
         if fate.oom:
             return Ending(failure="sandbox_oom", message=fate.oom)
+        if fate.exited:
+            return Ending(failure="sandbox_exited", message=fate.exited)
         if fate.infra is not None:
             noted = noted_infra()
             return Ending(infra=InfraError(noted["message"], noted["kind"]) if noted else fate.infra)

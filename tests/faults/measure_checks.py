@@ -26,8 +26,17 @@ def main() -> None:
     print(f"test-script scan of {len(task.dataset)} core tasks (once per run): {time.perf_counter() - started:.4f} s")
     started = time.perf_counter()
     for _ in range(50):
-        container_fate("no-such-container")
+        container_fate("no-such-container", agent_began=True)
     print(f"container fate (once per sample): {(time.perf_counter() - started) / 50:.5f} s")
+    from rsr.sandbox import stops
+
+    started = time.perf_counter()
+    stops.watch()
+    print(f"engine event stream start (once per run): {time.perf_counter() - started:.4f} s")
+    started = time.perf_counter()
+    for _ in range(1000):
+        stops.watch()
+    print(f"event stream check (once per sample start): {(time.perf_counter() - started) / 1000:.6f} s")
     started = time.perf_counter()
     for _ in range(200):
         full_host_spaces(Path(tempfile.gettempdir()), docker_root())
