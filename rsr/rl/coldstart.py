@@ -78,8 +78,8 @@ def collect_rows(out: Path, *, repeats: int = 1, hostname_copies: int = 11,
     JSONL). Only the first exchange is kept: its command is the whole solution (RL runs with
     max_episodes 1, the verifier judges what that command did), and half the tokens halve the
     SFT time on a CPU."""
-    from inspect_ai import Task
     from inspect_ai import eval as inspect_eval
+    from inspect_ai import task_with
     from inspect_ai.agent import as_solver
     from inspect_ai.dataset import MemoryDataset
     from inspect_ai.model import get_model
@@ -90,9 +90,8 @@ def collect_rows(out: Path, *, repeats: int = 1, hostname_copies: int = 11,
     base = tasks_task("rl-tiny", root, None, None, sandbox=sandbox, integrity="strict")
     samples = [s.model_copy(update={"id": f"{s.id}@{i}"}, deep=True)
                for i in range(repeats * len(CANDIDATES)) for s in base.dataset]
-    task = Task(dataset=MemoryDataset(samples, name="rl-tiny"),
-                solver=as_solver(terminus2(wait_mode="adaptive", max_episodes=3)),
-                scorer=base.scorer, metadata=base.metadata, fail_on_error=False)
+    task = task_with(base, dataset=MemoryDataset(samples, name="rl-tiny"),
+                     solver=as_solver(terminus2(wait_mode="adaptive", max_episodes=3)))
     model = get_model("mockllm/model", custom_outputs=scripted_policy(CANDIDATES))
     logs = inspect_eval(task, model=model, max_samples=concurrency, max_sandboxes=concurrency,
                         display="none", log_dir=str(out.parent / "coldstart-logs"),

@@ -61,8 +61,12 @@ def rollout_from_sample(sample: Any, reward_field: str) -> Rollout:
     calls = sample_token_calls(sample.store or {})
     result = (sample.store or {}).get("rsr_harness_result") or {}
     score = next(iter((sample.scores or {}).values()), None)
-    if score is None or not isinstance(score.value, dict):
-        error = str(sample.error.message) if sample.error else "sample was not scored"
+    infra = ((score.metadata or {}).get("infra") if score is not None else None) or None
+    if score is None or not isinstance(score.value, dict) or infra:
+        # Unscored, or scored as an infrastructure failure (rsr.verify.outcome): an error of the
+        # run, not a verdict on the policy.
+        error = (f"infra {infra.get('kind')}: {infra.get('message')}" if isinstance(infra, dict)
+                 else str(sample.error.message) if sample.error else "sample was not scored")
         return Rollout(task, calls, 0.0, 0.0, False, "unchecked", error, result.get("end_reason"))
     raw = float(score.value.get(reward_field, 0.0))
     reward, ok, verdict = integrity_reward(raw, (score.metadata or {}).get("integrity"))
@@ -102,8 +106,8 @@ def _logprobs(call: TokenCall) -> list[float]:
 def run_rollouts(cfg: RLConfig, tasks: list[str], base_url: str, log_dir: Path,
                  max_tokens: int | None = None) -> list[Rollout]:
     """One sample per entry of `tasks` (repeated names = a group), in that order."""
-    from inspect_ai import Task
     from inspect_ai import eval as inspect_eval
+    from inspect_ai import task_with
     from inspect_ai.agent import as_solver
     from inspect_ai.dataset import MemoryDataset
     from inspect_ai.model import GenerateConfig, get_model
@@ -124,8 +128,9 @@ def run_rollouts(cfg: RLConfig, tasks: list[str], base_url: str, log_dir: Path,
                for i, name in enumerate(tasks)]
     harness = {"terminus2": terminus2, "statem": statem, "rsrt": rsrt}[cfg.harness.name]
     agent = harness(**cfg.harness.args, temperature=cfg.grpo.temperature, record_tokens="engine")
-    task = Task(dataset=MemoryDataset(samples, name=s.name), solver=as_solver(agent),
-                scorer=base.scorer, metadata=base.metadata, fail_on_error=False)
+    # The suite's own task with the repeated samples and the policy's harness: its set-up step
+    # (the sandbox guard, the task's setup), scorer and error policy are those of every eval.
+    task = task_with(base, dataset=MemoryDataset(samples, name=s.name), solver=as_solver(agent))
     model = get_model(f"rsr-vllm/{cfg.engine.served_model_name}", base_url=base_url,
                       config=GenerateConfig(max_tokens=max_tokens))
     logs = inspect_eval(task, model=model, max_samples=cfg.concurrency,
