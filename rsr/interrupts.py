@@ -33,23 +33,17 @@ def interruptible(swallow: bool = True) -> Iterator[Interruption]:
     escapes the body (a signal outside the event loop, or a second Ctrl-C) is recorded, and
     swallowed unless `swallow` is False."""
     seen = Interruption()
-    if threading.current_thread() is not threading.main_thread():  # only it may set handlers
-        try:
-            yield seen
-        except KeyboardInterrupt:
-            seen.signum = seen.signum or signal.SIGINT
-            if not swallow:
-                raise
-        return
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         seen.signum = seen.signum or signum
         os.kill(os.getpid(), signal.SIGINT)
 
-    previous = signal.signal(signal.SIGTERM, on_term)
+    # Only the main thread may set handlers; elsewhere the body runs as it is.
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, on_term) if main else None
     # A job a shell script started with `&` inherits SIGINT ignored, and then nothing would
     # handle the SIGINT that SIGTERM becomes: give it Python's, which the event loop replaces.
-    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    ignored = main and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
     if ignored:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
@@ -59,6 +53,7 @@ def interruptible(swallow: bool = True) -> Iterator[Interruption]:
         if not swallow:
             raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if main:
+            signal.signal(signal.SIGTERM, previous)
         if ignored:
             signal.signal(signal.SIGINT, signal.SIG_IGN)

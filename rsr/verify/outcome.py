@@ -78,25 +78,24 @@ def _model_failure() -> str | None:
     return None
 
 
-def _agent_began() -> bool:
-    """Whether the sample's agent started (rsr.suites.sandbox_guard marks the sandbox)."""
+def _sandbox_flag(name: str) -> bool:
+    """A flag rsr's sandbox keeps about the sample (False outside one, or for another sandbox)."""
     from inspect_ai.util import sandbox
 
     try:
         env = sandbox()
     except Exception:
         return False
-    return bool(getattr(getattr(env, "_sandbox", env), "agent_began", False))
+    return bool(getattr(getattr(env, "_sandbox", env), name, None))
+
+
+def _agent_began() -> bool:
+    """Whether the sample's agent started (rsr.suites.sandbox_guard marks the sandbox)."""
+    return _sandbox_flag("agent_began")
 
 
 def _storage_exceeded() -> bool:
-    from inspect_ai.util import sandbox
-
-    try:
-        env = sandbox()
-    except Exception:
-        return False
-    return bool(getattr(getattr(env, "_sandbox", env), "storage_exceeded", None))
+    return _sandbox_flag("storage_exceeded")
 
 
 async def _container() -> str | None:
