@@ -2,7 +2,8 @@
 `kill`) is handled as Ctrl-C is, whoever handles Ctrl-C at that moment (Inspect's event loop,
 or Python's KeyboardInterrupt), so every engine, sandbox and log a command holds is stopped,
 cleaned up and marked as interrupted. `rsr.cli.main` wraps every command in it;
-`rsr.report.evalset` wraps a run to say which signal stopped it."""
+`rsr.report.evalset` wraps a run to say which signal stopped it (`RunInterrupted`, whose exit
+code is 128 + the signal's number wherever the run was started from)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
+
+from rsr.errors import RsrError
+
+
+class RunInterrupted(RsrError):
+    """The run was stopped by a signal before it finished; `signum` says which."""
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
 
 
 @dataclass

@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI. Every way out is one of: the command's own exit code; 2 with one line for
     anything the user can fix (an RsrError, a usage error, a path the OS refuses); or, for a bug
     in rsr itself, the traceback followed by a line saying that it is one."""
-    from rsr.interrupts import interruptible
+    from rsr.interrupts import RunInterrupted, interruptible
 
     _register()
     stopped = None
@@ -110,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
             # The words as typed, for commands that print how to run them again.
             result = app(args=argv, standalone_mode=False, prog_name="rsr",
                          obj={"argv": list(sys.argv[1:] if argv is None else argv)})
+    except RunInterrupted as e:  # a run inside the command (rounds, factory) was stopped
+        _one_line(str(e))
+        return e.exit_code
     except RsrError as e:
         _one_line(str(e))
         return 2

@@ -9,6 +9,7 @@ stage files (`stages/*.jsonl`) are always rebuilt from the logs, keyed by sample
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,12 +22,13 @@ from inspect_ai.model import Model, get_model
 
 from rsr.errors import RsrError
 from rsr.factory.config import ROLES, FactoryConfig, Role
+from rsr.interrupts import RunInterrupted, interruptible
 
 EXCLUDE_FIELDS = {"events", "events_data", "timelines"}
 
 
-class FactoryInterrupted(RsrError):
-    """A stage was interrupted (Ctrl-C); its finished samples stay in the ledger."""
+class FactoryInterrupted(RunInterrupted):
+    """A stage was interrupted (Ctrl-C, SIGTERM); its finished samples stay in the ledger."""
 
 
 @dataclass(frozen=True)
@@ -179,18 +181,23 @@ def run_eval(cfg: FactoryConfig, tasks: Sequence[Task], log_dir: Path, model: Mo
     recorded = {METADATA_KEY: {"stage": stage, "fingerprint": stage_fingerprints(cfg).get(stage),
                                "inputs": stage_inputs(cfg).get(stage)}}
     conc = cfg.concurrency
-    logs = inspect_eval(
-        list(tasks), model=model, model_roles=role_models(cfg) if roles else None,
-        log_dir=str(log_dir), log_format="eval", log_buffer=1,
-        display="rich" if cfg.display == "inspect" else "none",
-        max_samples=conc.max_samples, max_sandboxes=conc.max_sandboxes if sandboxed else None,
-        fail_on_error=False, retry_on_error=conc.retry_on_error or None, score_display=False,
-        metadata=recorded)
+    logs: list[EvalLog] = []
+    with interruptible() as stop:  # SIGTERM as Ctrl-C: Inspect cancels and writes the logs
+        logs = inspect_eval(
+            list(tasks), model=model, model_roles=role_models(cfg) if roles else None,
+            log_dir=str(log_dir), log_format="eval", log_buffer=1,
+            display="rich" if cfg.display == "inspect" else "none",
+            max_samples=conc.max_samples, max_sandboxes=conc.max_sandboxes if sandboxed else None,
+            fail_on_error=False, retry_on_error=conc.retry_on_error or None, score_display=False,
+            metadata=recorded)
     # A Ctrl-C makes Inspect cancel the run and return (not raise): stop the factory here, so
     # that no later round or stage decides anything from a partial ledger.
-    if len(logs) < len(tasks) or any(log.status in ("cancelled", "started") for log in logs):
-        raise FactoryInterrupted(f"interrupted; finished samples are kept in {log_dir}: "
-                                 "run the same command again to resume")
+    if (stop.signum is not None or len(logs) < len(tasks)
+            or any(log.status in ("cancelled", "started") for log in logs)):
+        signum = stop.signum or signal.SIGINT
+        raise FactoryInterrupted(f"interrupted by {signal.Signals(signum).name}; finished "
+                                 f"samples are kept in {log_dir}: run the same command again to "
+                                 "resume", signum)
     for log in logs:
         if log.status == "error":
             raise RsrError(f"{log_dir}: stage eval failed: {log.error.message if log.error else '?'}"

@@ -416,7 +416,8 @@ def run_eval_set(
                 f"interrupted by {signal.Signals(signum).name}: the run did not finish (whatever "
                 f"Inspect's summary above says); the samples that finished are kept in {log_dir}"
                 + (f"; removed {removed} sandbox container(s) left running" if removed else "")
-                + ". Resume with:\n  " + (command or "the same call"), signum)
+                + (f". Resume with:\n  {command}" if command else
+                   "; rerun the same command to resume"), signum)
     ok, logs = result
     paths = [Path(log.location) for log in logs]
     from rsr.verify.evidence import EVIDENCE_DIR, write_manifest

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rsr.errors import RsrError
+from rsr.interrupts import RunInterrupted
 
 __all__ = ["LOCK_FILE", "LogDirLocked", "RunInterrupted", "log_dir_lock",
            "remove_own_containers"]
@@ -33,18 +34,6 @@ LOCK_FILE = ".rsr-run.lock"
 
 class LogDirLocked(RsrError):
     """Another live run owns the log directory."""
-
-
-class RunInterrupted(RsrError):
-    """The run was stopped by a signal before it finished; `signum` says which."""
-
-    def __init__(self, message: str, signum: int) -> None:
-        super().__init__(message)
-        self.signum = signum
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum
 
 
 def _owner(path: Path) -> str:

@@ -35,7 +35,8 @@ def test_factory_resumes_an_interrupted_execute_stage(tmp_path: Path,
     args = ["factory", "run", str(CONFIG), "--output-dir", str(out)]
     assert main([*args, "--stage", "discover", "--stage", "compress", "--stage", "plan"]) == 0
 
-    # Ctrl-C while the second execution round (the slow one) is running.
+    # SIGTERM (a batch system's stop, handled as Ctrl-C) while the second execution round (the
+    # slow one) is running.
     proc = subprocess.Popen([sys.executable, "-m", "rsr.cli.main", *args, "--stage", "execute"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     logs = out / "logs" / "execute"
@@ -43,12 +44,13 @@ def test_factory_resumes_an_interrupted_execute_stage(tmp_path: Path,
         _wait_for(lambda: any(logs.glob("*execute-r1*.eval")), 240, "round 1 to start")
         time.sleep(3)
         assert proc.poll() is None, proc.communicate()[0]
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 2 and "run the same command again to resume" in output, output
+    assert proc.returncode == 128 + signal.SIGTERM, output
+    assert "interrupted by SIGTERM" in output and "run the same command again to resume" in output
     interrupted = read_eval_log(next(logs.glob("*execute-r1*.eval")), header_only=True)
     assert interrupted.status in ("cancelled", "started"), interrupted.status
     base = "terminus2~hello-world~e1#k0"
