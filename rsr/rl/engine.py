@@ -5,8 +5,8 @@ Every engine takes the trainer's weights as one state dict named as in the base 
 
 `DiskSyncEngine` (engine.kind vllm, weight_sync disk; the default): rsr starts vLLM from the
 engine environment on the cold-start checkpoint in vLLM's dev mode (`enforce_eager` skips graph
-compilation: ~35 s instead of ~60 s of start-up for the tiny model here, reloads identical), or
-uses one at base_url that runs in dev mode on this machine. Before each step the weights are
+compilation: 0.48x the start-up for the tiny model here, benchmarks/engine_startup.py;
+reloads identical), or uses one at base_url that runs in dev mode on this machine. Before each step the weights are
 written as safetensors to OUTPUT_DIR/engine-weights/ and the engine reloads them in place
 (`/collective_rpc reload_weights` with that weights_path; every worker reads the file), then
 its prefix cache is reset so no KV computed with old weights is reused. This runs on CPU here

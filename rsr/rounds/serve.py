@@ -60,7 +60,9 @@ def weights_digest(checkpoint: str | Path) -> str | None:
         return None
     h = hashlib.sha256()
     for f in files:
-        h.update(f.read_bytes())
+        with f.open("rb") as fh:  # in chunks: a large model's shards are gigabytes each
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
     return h.hexdigest()
 
 
